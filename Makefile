@@ -1,0 +1,31 @@
+# attnio — two entry points: `make reproduce` (the study) and `make test` (the suite).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv test reproduce lint clean
+
+venv: $(STAMP)
+
+# torch==2.13.0 installs from the machine's local CPU build; triton is pinned to the release
+# torch 2.13.0's CUDA wheels require, so a GPU user's install agrees with this one.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+test: venv
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest -n 2 -q
+
+# Until the Snakemake pipeline lands: validate every implementation and print the table.
+reproduce: venv
+	$(BIN)/python -m kernels validate --device auto --quiet
+
+lint: venv
+	$(BIN)/python -m ruff check .
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .ruff_cache

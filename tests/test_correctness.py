@@ -1,0 +1,78 @@
+"""Every implementation against an independent float64 attention, with FlashAttention's
+bound: error ≤ 2·(torch_naive's error) + 1e-5, on fresh random inputs."""
+
+import zlib
+
+import pytest
+import torch
+from helpers import attention_float64, max_abs
+
+import kernels
+from kernels.checks import HEAD_DIMS
+from kernels.inputs import make_qkv
+from kernels.reference import torch_naive
+
+EXACT_IMPLS = ("reference", "sdpa", "triton_naive", "triton_flash")
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check(impl, q, k, v, causal, **blocks):
+    ref = attention_float64(q, k, v, causal)
+    bound = 2 * max_abs(torch_naive(q, k, v, causal), ref) + 1e-5
+    out = kernels.attention(q, k, v, impl=impl, causal=causal, **blocks)
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert torch.isfinite(out).all()
+    error = max_abs(out, ref)
+    assert error <= bound, f"{impl}: error {error:.3e} > bound {bound:.3e}"
+
+
+@pytest.mark.parametrize("impl", EXACT_IMPLS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_reference(impl, dtype, causal):
+    seed = zlib.crc32(f"{impl}{dtype}{causal}".encode())
+    q, k, v = make_qkv(2, 3, 45, 32, dtype, "cpu", seed)
+    blocks = {"block_m": 16, "block_n": 32} if impl.startswith("triton") else {}
+    check(impl, q, k, v, causal, **blocks)
+
+
+@pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
+@pytest.mark.parametrize("tokens", [1, 2, 17, 97, 131])
+def test_lengths_not_multiple_of_block(impl, tokens):
+    q, k, v = make_qkv(1, 2, tokens, 16, torch.float16, "cpu", 100 + tokens)
+    check(impl, q, k, v, True, block_m=32, block_n=16)
+
+
+@pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+def test_every_head_dim(impl, head_dim):
+    q, k, v = make_qkv(1, 1, 40, head_dim, torch.bfloat16, "cpu", 7 * head_dim)
+    check(impl, q, k, v, False, block_m=16, block_n=16)
+
+
+@pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
+@pytest.mark.parametrize("blocks", [(16, 64), (64, 16), (128, 32)])
+def test_block_shapes(impl, blocks):
+    q, k, v = make_qkv(1, 2, 150, 32, torch.float32, "cpu", sum(blocks))
+    check(impl, q, k, v, True, block_m=blocks[0], block_n=blocks[1])
+
+
+@pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
+def test_strided_layouts(impl):
+    q, k, v = make_qkv(2, 3, 33, 16, torch.float16, "cpu", 5, layout="bthd")
+    assert not q.is_contiguous()
+    check(impl, q, k, v, True, block_m=16, block_n=16)
+    # every other element of a wider last dimension: a non-unit innermost stride
+    wide = torch.randn(1, 2, 29, 64, generator=torch.Generator().manual_seed(9))
+    q, k, v = wide[..., ::4], wide[..., 1::4].flip(2), wide[..., 2::4]
+    check(impl, q, k, v, False, block_m=16, block_n=16)
+
+
+def test_out_buffer_is_written_everywhere():
+    q, k, v = make_qkv(2, 2, 70, 16, torch.float16, "cpu", 3)
+    for impl in kernels.IMPLEMENTATIONS:
+        out = torch.full_like(q, float("nan"))
+        blocks = {"block_m": 32, "block_n": 32} if impl.startswith("triton") else {}
+        result = kernels.attention(q, k, v, impl=impl, causal=True, out=out, **blocks)
+        assert result.data_ptr() == out.data_ptr()
+        assert not torch.isnan(out).any(), impl

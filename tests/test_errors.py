@@ -1,0 +1,88 @@
+"""Bad calls raise ValueError naming the argument and what is allowed."""
+
+import pytest
+import torch
+
+import kernels
+from kernels.inputs import make_qkv
+
+
+def qkv(T=8, d=16, dtype=torch.float16):
+    return make_qkv(1, 1, T, d, dtype, "cpu", 0)
+
+
+def call(q, k, v, impl="triton_flash", **kw):
+    return kernels.attention(q, k, v, impl=impl, causal=kw.pop("causal", False), **kw)
+
+
+def test_names():
+    assert kernels.IMPLEMENTATIONS == ("reference", "torch_naive", "sdpa", "triton_naive",
+                                       "triton_tile_softmax", "triton_flash")
+
+
+@pytest.mark.parametrize("impl", kernels.IMPLEMENTATIONS)
+@pytest.mark.parametrize("d", [8, 48, 96, 512])
+def test_unsupported_head_dim(impl, d):
+    with pytest.raises(ValueError, match=r"head dim d=\d+.*allowed values are \(16, 32, 64, 128, 256\)"):
+        call(*qkv(d=d), impl=impl)
+
+
+def test_unknown_impl():
+    with pytest.raises(ValueError, match="impl='flash2': allowed values are reference"):
+        call(*qkv(), impl="flash2")
+
+
+def test_mismatched_shapes_and_dtypes():
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=r"k.shape=\(1, 1, 9, 16\) must equal q.shape"):
+        call(q, qkv(T=9)[1], v)
+    with pytest.raises(ValueError, match="v.dtype=float32 must equal q.dtype=float16"):
+        call(q, k, v.float())
+    with pytest.raises(ValueError, match="q must have 4 dimensions"):
+        call(q[0], k[0], v[0])
+    with pytest.raises(ValueError, match="q.dtype=float64: allowed dtypes are float32, float16, bfloat16"):
+        call(q.double(), k.double(), v.double())
+
+
+@pytest.mark.parametrize("bad", [0, 8, 48, 512, -64, 64.0, True])
+def test_bad_blocks(bad):
+    with pytest.raises(ValueError, match=r"block_m=.*allowed values are \(16, 32, 64, 128, 256\)"):
+        call(*qkv(), block_m=bad)
+    with pytest.raises(ValueError, match=r"block_n=.*allowed values"):
+        call(*qkv(), block_n=bad)
+
+
+def test_blocks_only_for_triton():
+    with pytest.raises(ValueError, match="block_m/block_n apply to Triton implementations only"):
+        call(*qkv(), impl="torch_naive", block_m=32)
+
+
+def test_unknown_option_and_bad_causal():
+    with pytest.raises(ValueError, match="option\\(s\\) sp_dtype not accepted by impl='triton_flash'"):
+        call(*qkv(), sp_dtype="float32")
+    with pytest.raises(ValueError, match="causal=1: must be True or False"):
+        call(*qkv(), causal=1)
+    with pytest.raises(ValueError, match="sp_dtype='int8': allowed dtypes"):
+        call(*qkv(), impl="triton_naive", sp_dtype="int8")
+
+
+def test_bad_out_and_backend():
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match="out must match q"):
+        call(q, k, v, out=torch.empty(1, 1, 8, 16))
+    with pytest.raises(ValueError, match="backend='fast': allowed values are math, flash"):
+        call(q, k, v, impl="sdpa", backend="fast")
+
+
+def test_empty_sequence():
+    with pytest.raises(ValueError, match="B, H and T must each be at least 1"):
+        call(*qkv(T=0))
+
+
+def test_sdpa_backend_missing_on_device():
+    q, k, v = qkv(dtype=torch.float32)
+    out = kernels.attention(q, k, v, impl="sdpa", causal=True, backend="math")
+    assert out.shape == q.shape
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="backend='cudnn' is not available"):
+            kernels.attention(q, k, v, impl="sdpa", causal=True, backend="cudnn")
