@@ -13,8 +13,16 @@ from kernels.triton_env import INTERPRET, tl, triton
 LOG2E = 1.4426950408889634
 
 
+MAX_GRID_YZ = 65535  # CUDA's limit on the second and third grid dimensions, which carry B·H
+
+
 def check_triton_device(q: torch.Tensor) -> None:
-    """No silent fallback: compiled kernels need CUDA tensors, the interpreter CPU ones."""
+    """No silent fallback: compiled kernels need CUDA tensors, the interpreter CPU ones.
+    B·H is a grid dimension, so it is bounded by CUDA's grid limit on every backend."""
+    batch_heads = q.shape[0] * q.shape[1]
+    if batch_heads > MAX_GRID_YZ:
+        raise ValueError(f"B·H={batch_heads} (q.shape[0]·q.shape[1]): the Triton kernels allow "
+                         f"at most {MAX_GRID_YZ}")
     if INTERPRET and q.device.type != "cpu":
         raise ValueError(
             f"q.device={q.device}: {SWITCH}=1 runs Triton through its CPU interpreter, "

@@ -86,3 +86,16 @@ def test_sdpa_backend_missing_on_device():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="backend='cudnn' is not available"):
             kernels.attention(q, k, v, impl="sdpa", causal=True, backend="cudnn")
+
+
+def test_batch_heads_beyond_grid_limit():
+    q = torch.randn(1, 1, 1, 16).expand(300, 300, 1, 16)  # a view: no memory for 90,000 heads
+    with pytest.raises(ValueError, match=r"B·H=90000 .*at most 65535"):
+        kernels.attention(q, q, q, impl="triton_flash", causal=False)
+
+
+def test_large_batch_heads_run():
+    q, k, v = make_qkv(3, 70, 3, 16, torch.float32, "cpu", 8)
+    out = kernels.attention(q, k, v, impl="triton_flash", causal=True, block_m=16, block_n=16)
+    ref = kernels.attention(q, k, v, impl="reference", causal=True)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
