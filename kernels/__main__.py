@@ -1,4 +1,4 @@
-"""Command line: ``python -m kernels validate ...``.
+"""Command line: ``python -m kernels validate ...`` and ``python -m kernels measure ...``.
 
 The Triton mode is chosen here, from ``--device``, before any Triton module is imported:
 cpu runs the kernels through Triton's interpreter, cuda compiles them.
@@ -66,7 +66,97 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--seed", type=int, default=0)
     val.add_argument("--json", metavar="PATH", help="also write every result as JSON (atomically)")
     val.add_argument("--quiet", action="store_true", help="print the table only at the end")
+    add_point_parser(sub.add_parser("measure", help="measure one sweep point into a JSON record"))
+    add_point_parser(sub.add_parser("ncu-target", help="(internal) one call for Nsight Compute"),
+                     target=True)
     return parser
+
+
+def add_point_parser(cmd: argparse.ArgumentParser, target: bool = False) -> None:
+    cmd.add_argument("--impl", required=True, choices=IMPLEMENTATIONS)
+    cmd.add_argument("--batch", type=positive_int, default=1)
+    cmd.add_argument("--heads", type=positive_int, default=1)
+    cmd.add_argument("--tokens", type=positive_int, required=True)
+    cmd.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True)
+    cmd.add_argument("--dtype", choices=tuple(DTYPES), required=True)
+    cmd.add_argument("--causal", action="store_true")
+    cmd.add_argument("--block-m", type=int, choices=BLOCK_SIZES)
+    cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES)
+    cmd.add_argument("--sp-dtype", choices=tuple(DTYPES), help="S/P dtype of triton_naive")
+    cmd.add_argument("--seed", type=int, default=0)
+    if target:
+        return
+    cmd.add_argument("--device", choices=DEVICES, default="auto")
+    cmd.add_argument("--interpreter-limit", type=positive_int, default=None,
+                     help="largest B·H·T² the interpreter runs; bigger points are skipped")
+    cmd.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute on a GPU")
+    cmd.add_argument("--out", required=True, help="JSON record to write (atomically)")
+
+
+def point_from(args: argparse.Namespace):
+    from kernels.model import Point
+
+    triton = args.impl.startswith("triton_")
+    for flag in ("block_m", "block_n"):
+        if getattr(args, flag) is not None and not triton:
+            raise SystemExit(f"--{flag.replace('_', '-')} applies to the Triton implementations only, "
+                             f"not --impl {args.impl}")
+    if args.sp_dtype and args.impl != "triton_naive":
+        raise SystemExit(f"--sp-dtype applies to --impl triton_naive only, not {args.impl}")
+    return Point(args.impl, args.batch, args.heads, args.tokens, args.head_dim, args.dtype,
+                 args.causal, args.block_m, args.block_n, args.sp_dtype)
+
+
+def point_args(args: argparse.Namespace) -> list[str]:
+    """The point's own flags, to hand to a child process (ncu-target)."""
+    out = ["--impl", args.impl, "--batch", str(args.batch), "--heads", str(args.heads),
+           "--tokens", str(args.tokens), "--head-dim", str(args.head_dim), "--dtype", args.dtype,
+           "--seed", str(args.seed)]
+    for flag in ("block_m", "block_n", "sp_dtype"):
+        if getattr(args, flag) is not None:
+            out += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    return out + (["--causal"] if args.causal else [])
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    point = point_from(args)
+    device = resolve_device(args.device) if args.device != "cuda" else "cuda"
+    select_mode(device)
+    from kernels.measure import DEFAULT_INTERPRETER_LIMIT, measure
+    from kernels.records import write_record
+
+    record = measure(point, device, seed=args.seed, use_ncu=not args.no_ncu,
+                     interpreter_limit=args.interpreter_limit or DEFAULT_INTERPRETER_LIMIT,
+                     ncu_args=point_args(args))
+    write_record(record, args.out)
+    detail = record["reason"] or ", ".join(
+        f"{key}={record[key]:.4g}" for key in ("time_ms", "max_abs_error", "traffic_counted_bytes")
+        if record.get(key) is not None)
+    print(f"{point.impl} B={point.batch} H={point.heads} T={point.tokens} d={point.head_dim} "
+          f"{point.dtype} causal={point.causal} on {device}: {record['status']} ({detail}) "
+          f"-> {args.out}")
+    return 0
+
+
+def run_ncu_target(args: argparse.Namespace) -> int:
+    """Warm up (compile), then exactly one call inside the profiler range ncu records."""
+    import torch
+
+    select_mode("cuda")
+    from kernels.inputs import make_qkv
+    from kernels.measure import call_of
+
+    point = point_from(args)
+    q, k, v = make_qkv(point.batch, point.heads, point.tokens, point.head_dim,
+                       getattr(torch, point.dtype), "cuda", args.seed)
+    call = call_of(point, q, k, v)
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    return 0
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -102,9 +192,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "validate":
-        return run_validate(args)
-    raise AssertionError(args.command)
+    commands = {"validate": run_validate, "measure": run_measure, "ncu-target": run_ncu_target}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,22 @@ def future_mask(T: int, device: torch.device | str) -> torch.Tensor:
     return idx[None, :] > idx[:, None]
 
 
-def reference_float64(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    """scores → scale by 1/√d → causal mask with −∞ → row softmax → P·V, all in float64."""
+def reference_float64(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                      chunk_rows: int | None = None) -> torch.Tensor:
+    """scores → scale by 1/√d → causal mask with −∞ → row softmax → P·V, all in float64.
+    ``chunk_rows`` computes the same thing a block of query rows at a time, so that checking
+    a long sequence needs only chunk_rows × T scores in memory at once."""
     q64, k64, v64 = q.double(), k.double(), v.double()
-    s = q64 @ k64.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        s = s.masked_fill(future_mask(q.shape[-2], q.device), float("-inf"))
-    p = torch.softmax(s, dim=-1)
-    return p @ v64
+    T = q.shape[-2]
+    step = T if chunk_rows is None else chunk_rows
+    out = []
+    for start in range(0, T, step):
+        rows = slice(start, min(T, start + step))
+        s = q64[..., rows, :] @ k64.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(future_mask(T, q.device)[rows], float("-inf"))
+        out.append(torch.softmax(s, dim=-1) @ v64)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=-2)
 
 
 def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
