@@ -23,7 +23,6 @@ from kernels.names import TRITON_IMPLEMENTATIONS
 
 DEFAULT_INTERPRETER_LIMIT = 1 << 20  # B·H·T² score elements the interpreter takes (T = 1,024)
 MEMORY_FRACTION = 0.8  # of the memory available when the point starts
-REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores held at once by the error check
 GIB = float(1 << 30)
 
 
@@ -51,23 +50,10 @@ def versions() -> dict:
             "triton": triton_version, "numpy": numpy.__version__}
 
 
-def predicted_bytes(point: model.Point) -> int:
-    """Memory one call needs at its peak, inputs and the error check's reference included."""
-    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    qkvo = 4 * G * T * d * e
-    check = 4 * G * T * d * 8 + REFERENCE_CHUNK_BYTES
-    work = 2 * model.matrix_bytes(point)
-    if point.impl == "torch_naive" and e != 4:
-        work += G * T * T * 4  # softmax's float32 result before the cast back
-    if point.impl == "reference":
-        work += 4 * G * T * d * 8
-    return qkvo + work + check
-
-
 def skip_reason(point: model.Point, device: str, interpreter_limit: int) -> str | None:
     if device == "cuda" and not torch.cuda.is_available():
         return "unsupported on this device: cuda requested but torch.cuda.is_available() is False"
-    need, have = predicted_bytes(point), available_bytes(device)
+    need, have = model.predicted_bytes(point), available_bytes(device)
     if need > MEMORY_FRACTION * have:
         return (f"would not fit in memory: needs about {need / GIB:.2f} GiB, "
                 f"{have / GIB:.2f} GiB available on {device}")
@@ -93,7 +79,7 @@ def call_of(point: model.Point, q, k, v):
 def max_abs_error(q, k, v, causal: bool, out: torch.Tensor) -> float:
     from kernels.reference import reference_float64
 
-    chunk = max(1, REFERENCE_CHUNK_BYTES // (8 * q.shape[0] * q.shape[1] * q.shape[2]))
+    chunk = max(1, model.REFERENCE_CHUNK_BYTES // (8 * q.shape[0] * q.shape[1] * q.shape[2]))
     ref = reference_float64(q, k, v, causal, chunk_rows=chunk)
     return (out.double() - ref).abs().max().item()
 
@@ -162,12 +148,26 @@ def base_record(point: model.Point, device: str, seed: int) -> dict:
     return record
 
 
+def validation_failure(results: list[dict] | None) -> str | None:
+    """Why a point must not be measured: its implementation failed validation."""
+    if results is None:
+        return None
+    unexpected = [r for r in results if not r["as_expected"]]
+    if not results or unexpected:
+        first = unexpected[0] if unexpected else {}
+        return (f"validation failed: {len(unexpected)} of {len(results)} checks unexpected"
+                + (f", e.g. T={first['tokens']} d={first['head_dim']} causal={first['causal']}: "
+                   f"{first['verdict']} {first['message']}".rstrip() if first else ""))
+    return None
+
+
 def measure(point: model.Point, device: str, *, seed: int = 0,
             interpreter_limit: int = DEFAULT_INTERPRETER_LIMIT, use_ncu: bool = True,
-            ncu_args: list[str] | None = None) -> dict:
-    """Run one point and return its record; never raises for a point that cannot run."""
+            ncu_args: list[str] | None = None, validation: list[dict] | None = None) -> dict:
+    """Run one point and return its record; never raises for a point that cannot run.
+    ``validation``: the implementation's validation results; a failed one skips the point."""
     record = base_record(point, device, seed)
-    reason = skip_reason(point, device, interpreter_limit)
+    reason = validation_failure(validation) or skip_reason(point, device, interpreter_limit)
     if reason:
         return record | {"status": "skipped", "reason": reason}
     started = time.perf_counter()

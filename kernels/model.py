@@ -17,6 +17,7 @@ from kernels.names import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 ELEMENT_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 MATERIALIZED = ("reference", "torch_naive", "triton_naive")
 MAX_ROW_BLOCK = 16384  # must match kernels.triton_naive.MAX_ROW_BLOCK (a test checks)
+REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at once
 
 
 def cdiv(a: int, b: int) -> int:
@@ -173,6 +174,20 @@ def transfers(point: Point) -> list[Transfer]:
         issued = _as_issued_fused(point)
     return [Transfer(kernel, tensor, op, nbytes, issued.get((kernel, tensor, op)))
             for (kernel, tensor, op), nbytes in compulsory.items()]
+
+
+def predicted_bytes(point: Point) -> int:
+    """Memory one measured call needs at its peak: inputs, output, S and P where they are
+    stored, and the float64 error check (inputs, output, one chunk of scores)."""
+    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
+    qkvo = 4 * G * T * d * e
+    check = 4 * G * T * d * 8 + REFERENCE_CHUNK_BYTES
+    work = 2 * matrix_bytes(point)
+    if point.impl == "torch_naive" and e != 4:
+        work += G * T * T * 4  # softmax's float32 result before the cast back
+    if point.impl == "reference":
+        work += 4 * G * T * d * 8
+    return qkvo + work + check
 
 
 def summarize(point: Point) -> dict:

@@ -1,0 +1,25 @@
+# attnio: why attention is hard to optimize — the whole study as one workflow.
+#   snakemake --cores all                                      (default study, config/config.yaml)
+#   snakemake --cores all --configfile config/presets/ci.yaml  (a preset on top of it)
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/env.smk"
+include: "workflow/rules/validate.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/collect.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.collect.output,

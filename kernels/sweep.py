@@ -1,0 +1,90 @@
+"""The sweep a configuration asks for: its points, their file names and their validations.
+
+Pure Python, so that the workflow can plan thousands of points without importing torch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from kernels.names import TRITON_IMPLEMENTATIONS
+
+POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}"
+VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
+NO_BLOCKS = "na"
+
+
+def blocks_label(block_m: int | None, block_n: int | None) -> str:
+    return NO_BLOCKS if block_m is None else f"bm{block_m}-bn{block_n}"
+
+
+def parse_blocks(label: str) -> tuple[int | None, int | None]:
+    if label == NO_BLOCKS:
+        return None, None
+    bm, bn = label.split("-")
+    return int(bm.removeprefix("bm")), int(bn.removeprefix("bn"))
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    impl: str
+    batch: int
+    heads: int
+    tokens: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    block_m: int | None
+    block_n: int | None
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"impl": self.impl, "dtype": self.dtype, "batch": str(self.batch),
+                "heads": str(self.heads), "tokens": str(self.tokens),
+                "head_dim": str(self.head_dim), "mask": "causal" if self.causal else "full",
+                "blocks": blocks_label(self.block_m, self.block_n)}
+
+    @property
+    def name(self) -> str:
+        return POINT_PATTERN.format(**self.wildcards)
+
+    @property
+    def validation(self) -> str:
+        return VALIDATION_PATTERN.format(**self.wildcards)
+
+
+def batches_for(sweep: dict, tokens: int) -> list[int]:
+    total = sweep.get("total_tokens")
+    return [max(1, total // tokens)] if total else list(sweep["batch"])
+
+
+def points(sweep: dict) -> list[SweepPoint]:
+    """Every point of the sweep: the product of its lists, blocks for Triton impls only."""
+    out = []
+    for impl, tokens, heads, d, dtype, causal in itertools.product(
+            sweep["impls"], sweep["tokens"], sweep["heads"], sweep["head_dim"], sweep["dtype"],
+            sweep["causal"]):
+        blocks = [tuple(b) for b in sweep["blocks"]] if impl in TRITON_IMPLEMENTATIONS else [(None, None)]
+        for batch in batches_for(sweep, tokens):
+            for bm, bn in blocks:
+                out.append(SweepPoint(impl, batch, heads, tokens, d, dtype, causal, bm, bn))
+    return out
+
+
+def point_from_wildcards(wc) -> SweepPoint:
+    bm, bn = parse_blocks(wc["blocks"])
+    return SweepPoint(wc["impl"], int(wc["batch"]), int(wc["heads"]), int(wc["tokens"]),
+                      int(wc["head_dim"]), wc["dtype"], wc["mask"] == "causal", bm, bn)
+
+
+def cli_args(point: SweepPoint) -> list[str]:
+    """The point's flags for ``python -m kernels measure``."""
+    args = ["--impl", point.impl, "--batch", str(point.batch), "--heads", str(point.heads),
+            "--tokens", str(point.tokens), "--head-dim", str(point.head_dim),
+            "--dtype", point.dtype]
+    if point.causal:
+        args.append("--causal")
+    if point.block_m is not None:
+        args += ["--block-m", str(point.block_m), "--block-n", str(point.block_n)]
+    return args

@@ -1,0 +1,162 @@
+"""The Snakemake pipeline, run for real on the ci preset."""
+
+import json
+import os
+import re
+import resource
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from workflow_run import ROOT, snakemake
+
+from kernels.model import Point, summarize
+
+DEFAULT = str(ROOT / "config" / "config.yaml")
+CI = str(ROOT / "config" / "presets" / "ci.yaml")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("study")
+    done = snakemake(workdir, "--cores", "2", "--configfile", DEFAULT, CI)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir
+
+
+def test_table_has_exactly_the_points_asked_for(study):
+    table = pd.read_csv(study / "results" / "metrics.csv")
+    sweep = yaml.safe_load(Path(CI).read_text())["sweep"]
+    expected = len(sweep["impls"]) * len(sweep["tokens"]) * len(sweep["causal"])
+    assert len(table) == expected
+    assert set(table["impl"]) == set(sweep["impls"]) and set(table["tokens"]) == set(sweep["tokens"])
+    assert (table["status"] == "ok").all(), table[["impl", "status", "reason"]]
+    for row in table.itertuples():
+        point = Point(row.impl, row.batch, row.heads, row.tokens, row.head_dim, row.dtype,
+                      bool(row.causal), None if pd.isna(row.block_m) else int(row.block_m),
+                      None if pd.isna(row.block_n) else int(row.block_n))
+        model = summarize(point)
+        assert row.bytes_S == model["bytes_S"] and row.flops == model["flops"]
+        if row.impl.startswith("triton_"):
+            assert row.traffic_counted_bytes == row.traffic_model_bytes == model["traffic_model_bytes"]
+            assert pd.isna(row.time_ms)
+        else:
+            assert row.time_ms > 0
+    stages = pd.read_csv(study / "results" / "stages.csv")
+    assert set(stages["kernel"]) == {"scores", "softmax", "pv", "attention_fwd"}
+    assert (study / "results" / "metrics.parquet").stat().st_size > 0
+    provenance = json.loads((study / "results" / "env.json").read_text())
+    assert provenance["device"] == "cpu" and provenance["config_hash"]
+
+
+def test_validation_verdicts_are_recorded(study):
+    files = sorted((study / "results" / "validate").glob("*.json"))
+    assert len(files) == 5
+    tile_file = study / "results" / "validate" / "triton_tile_softmax_float16_bm16-bn32.json"
+    tile = json.loads(tile_file.read_text())
+    assert {r["verdict"] for r in tile} == {"pass", "fail"} and all(r["as_expected"] for r in tile)
+
+
+def test_rerun_does_nothing(study):
+    again = snakemake(study, "--cores", "2", "--configfile", DEFAULT, CI)
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
+    config = yaml.safe_load(Path(CI).read_text())
+    config["sweep"]["tokens"] = [16, 100, 40]
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config))
+    dry = snakemake(study, "-n", "--cores", "2", "--configfile", DEFAULT, str(changed))
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
+    assert stats["measure"] == "10"  # 5 impls × causal and not, at the new T only
+    assert "validate" not in stats  # env reruns: it records the config hash
+
+
+def test_interrupted_run_resumes(tmp_path):
+    """Interrupt a run midway: the next run finishes the rest, and every record is whole."""
+    import signal
+    import subprocess
+    import sys
+
+    from workflow_run import env
+
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump({"sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40, 100]}}))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+               "--directory", str(tmp_path), "--cores", "1", "--configfile", DEFAULT, CI, str(small)]
+    run = subprocess.Popen(command, env=env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    points = tmp_path / "results" / "points"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(points.rglob("*.json"))) < 3:
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+    run.wait()
+    assert not (tmp_path / "results" / "metrics.csv").exists()
+    resumed = subprocess.run(command, env=env(), cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    table = pd.read_csv(tmp_path / "results" / "metrics.csv")
+    assert len(table) == 12 and (table["status"] == "ok").all()
+    assert not list((tmp_path / "results").rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"sweep": {"tokens": [0, 64]}}, "tokens"),
+    ({"sweep": {"dtype": ["float8"]}}, "dtype"),
+    ({"sweep": {"impls": ["flash9"]}}, "impls"),
+    ({"sweep": {"head_dim": [48]}}, "head_dim"),
+    ({"sweep": {"tokens": "many"}}, "tokens"),
+    ({"sweep": {"tokenz": [64]}}, "tokenz"),
+    ({"device": "tpu"}, "device"),
+])
+def test_bad_config_is_refused_before_any_job(tmp_path, override, key):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(override))
+    done = snakemake(tmp_path, "--cores", "1", "--configfile", DEFAULT, str(bad))
+    assert done.returncode != 0
+    assert "Error validating config file" in done.stderr
+    assert key in done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_lint_is_clean(tmp_path):
+    done = snakemake(tmp_path, "--lint", "--configfile", DEFAULT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "good condition" in done.stdout + done.stderr
+
+
+def test_dry_run_of_5000_points_is_quick(tmp_path):
+    big = {"sweep": {"batch": [1, 2, 4, 8, 16], "heads": [1, 2, 4, 8, 16],
+                     "tokens": [64, 100, 128, 200, 256, 512, 1024, 2048, 4096, 8192],
+                     "head_dim": [64, 128], "causal": [True, False]}}
+    config = tmp_path / "big.yaml"
+    config.write_text(yaml.safe_dump(big))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", DEFAULT, str(config))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"^measure\s+5000$", done.stdout, re.M)
+    # processor time, not wall time: the suite runs beside other tests on two cores
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 20
+
+
+def test_conda_env_pins_agree_with_the_project():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = project["dependencies"] + project["optional-dependencies"]["pipeline"]
+    wanted = {re.split(r"[=<>;\s]", p)[0]: p.split(";")[0].strip() for p in pins}
+    for env_file in (ROOT / "envs").glob("*.yaml"):
+        env = yaml.safe_load(env_file.read_text())
+        pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+        for requirement in pip:
+            name = re.split(r"[=<>\s]", requirement)[0]
+            if name in wanted:
+                assert requirement == wanted[name], f"{env_file.name}: {requirement} vs {wanted[name]}"
+        assert "torch==2.13.0" in pip and "triton==3.7.1" in pip

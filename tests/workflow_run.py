@@ -1,0 +1,21 @@
+"""Run the real workflow from this checkout in a scratch working directory."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def env() -> dict:
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    clean = {k: v for k, v in os.environ.items() if k != "ATTNIO_INTERPRET"}
+    return clean | {"PATH": path}
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+               "--directory", str(workdir), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env(),
+                          cwd=workdir)
