@@ -1,3 +1,10 @@
+# Gathering and collecting read files the run already has: on a cluster they run on the
+# submitting host instead of waiting for a node.
+localrules:
+    gather,
+    collect,
+
+
 rule gather:
     """The records of one implementation and dtype, each checked against the record
     schema, into one JSON-lines file."""
