@@ -122,7 +122,8 @@ def cluster(folder: Path):
             time.sleep(0.5)
         else:
             log = (folder / "slurmctld.log").read_text() if (folder / "slurmctld.log").exists() else ""
-            raise RuntimeError(f"the SLURM node never became idle: {state.stdout} {state.stderr} {log[-2000:]}")
+            raise RuntimeError(f"the SLURM node never became idle: {state.stdout} {state.stderr} "
+                               f"{log[-2000:]}")
         yield env
     finally:
         _stop(slurmd)
