@@ -17,9 +17,10 @@ include: "workflow/rules/env.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/collect.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
-        rules.collect.output,
+        rules.index.output,

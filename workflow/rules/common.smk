@@ -1,4 +1,5 @@
 # Shared by every rule: the resolved device and the sweep's points (planned by the package).
+import os
 import sys
 
 sys.path.insert(0, workflow.basedir)
@@ -8,6 +9,7 @@ from kernels import sweep as attnio_sweep
 from kernels.names import IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
 RESULTS = "results"
+REPORTS = ["storage", "traffic", "tile_softmax", "performance"]
 
 
 # auto: cuda when torch sees a GPU, else cpu. An explicit cuda is kept as asked: its points
