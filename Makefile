@@ -24,7 +24,7 @@ test: venv
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.
 reproduce: venv
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all
-	@echo "results: results/metrics.csv (one row per point), results/stages.csv, results/env.json"
+	@echo "reports: results/index.html (links every report); tables: results/metrics.csv, results/stages.csv"
 
 lint: venv
 	$(BIN)/python -m ruff check .

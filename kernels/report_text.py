@@ -58,6 +58,18 @@ def ceilings(env: dict) -> str:
             f"{found['matmul_tflops']:.0f} TFLOP/s.")
 
 
+def report_device() -> str:
+    """Where the report's own small computations run: the GPU of the machine rendering the
+    report if it has one, else its CPU through Triton's interpreter (set before any kernel)."""
+    import torch
+
+    from kernels import runtime
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    runtime.set_interpret(device == "cpu")
+    return device
+
+
 def tile_errors(device: str, tokens: list[int], blocks: list[int], head_dim: int = 32,
                 seed: int = 0) -> pd.DataFrame:
     """Max error of the tile-local and the fused kernel against float64, over T and BLOCK_N."""

@@ -4,3 +4,18 @@ before any kernel module imports triton, so it is set here, first."""
 import os
 
 os.environ.setdefault("ATTNIO_INTERPRET", "1")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def study(tmp_path_factory):
+    """The ci preset run once through the real workflow; its results are shared."""
+    from workflow_run import ROOT, snakemake
+
+    workdir = tmp_path_factory.mktemp("study")
+    done = snakemake(workdir, "--cores", "2", "--configfile", str(ROOT / "config" / "config.yaml"),
+                     str(ROOT / "config" / "presets" / "ci.yaml"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir

@@ -41,9 +41,7 @@ def test_ci_preset_runs_through_slurm(tmp_path):
         queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j|%T"], capture_output=True,
                                text=True, env=run_env, check=True).stdout.split()
     states = [line.split("|")[1] for line in queue]
-    assert len(states) == 26  # env, 5 validations, 20 points (gather and collect run locally)
+    assert len(states) == 26  # env, 5 validations, 20 points; gathering, tables and reports run locally
     assert set(states) == {"COMPLETED"}
-    logs = list((work / ".snakemake" / "slurm_logs").rglob("*.log"))
-    assert len(logs) == 26
     table = pd.read_csv(work / "results" / "metrics.csv")
     assert len(table) == 20 and (table["status"] == "ok").all()

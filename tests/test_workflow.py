@@ -16,14 +16,7 @@ from kernels.model import Point, summarize
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
-
-
-@pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("study")
-    done = snakemake(workdir, "--cores", "2", "--configfile", DEFAULT, CI)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return workdir
+pytestmark = pytest.mark.xdist_group("study")  # one worker runs the shared ci study
 
 
 def test_table_has_exactly_the_points_asked_for(study):

@@ -1,8 +1,11 @@
-# Gathering and collecting read files the run already has: on a cluster they run on the
-# submitting host instead of waiting for a node.
+# Gathering, collecting and reporting read files the run already has: on a cluster they
+# run on the submitting host instead of waiting for a node.
 localrules:
     gather,
     collect,
+    report_notebook,
+    report_html,
+    index,
 
 
 rule gather:
