@@ -34,6 +34,7 @@ def test_ci_preset_runs_through_slurm(tmp_path):
             "--slurm-status-command", "squeue",
             "--slurm-init-seconds-before-status-checks", "1",
             "--seconds-between-status-checks", "1",
+            "collect",  # every SLURM job; the reports (local rules) are tested elsewhere
         ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=run_env,
                               cwd=work)
