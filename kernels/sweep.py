@@ -1,4 +1,5 @@
-"""The sweep a configuration asks for: its points, their file names and their validations.
+"""The sweep a configuration asks for: its points (``kernels.model.Point``), their file names
+and their validations.
 
 Pure Python, so that the workflow can plan thousands of points without importing torch.
 """
@@ -6,8 +7,8 @@ Pure Python, so that the workflow can plan thousands of points without importing
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
+from kernels.model import Point
 from kernels.names import TRITON_IMPLEMENTATIONS
 
 POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}"
@@ -26,32 +27,21 @@ def parse_blocks(label: str) -> tuple[int | None, int | None]:
     return int(bm.removeprefix("bm")), int(bn.removeprefix("bn"))
 
 
-@dataclass(frozen=True)
-class SweepPoint:
-    impl: str
-    batch: int
-    heads: int
-    tokens: int
-    head_dim: int
-    dtype: str
-    causal: bool
-    block_m: int | None
-    block_n: int | None
+def wildcards(point: Point) -> dict[str, str]:
+    return {"impl": point.impl, "dtype": point.dtype, "batch": str(point.batch),
+            "heads": str(point.heads), "tokens": str(point.tokens),
+            "head_dim": str(point.head_dim), "mask": "causal" if point.causal else "full",
+            "blocks": blocks_label(point.block_m, point.block_n)}
 
-    @property
-    def wildcards(self) -> dict[str, str]:
-        return {"impl": self.impl, "dtype": self.dtype, "batch": str(self.batch),
-                "heads": str(self.heads), "tokens": str(self.tokens),
-                "head_dim": str(self.head_dim), "mask": "causal" if self.causal else "full",
-                "blocks": blocks_label(self.block_m, self.block_n)}
 
-    @property
-    def name(self) -> str:
-        return POINT_PATTERN.format(**self.wildcards)
+def point_name(point: Point) -> str:
+    """The point's file name under results/points/, without the extension."""
+    return POINT_PATTERN.format(**wildcards(point))
 
-    @property
-    def validation(self) -> str:
-        return VALIDATION_PATTERN.format(**self.wildcards)
+
+def validation_name(point: Point) -> str:
+    """The validation (implementation, dtype, blocks) a point depends on."""
+    return VALIDATION_PATTERN.format(**wildcards(point))
 
 
 def batches_for(sweep: dict, tokens: int) -> list[int]:
@@ -59,7 +49,7 @@ def batches_for(sweep: dict, tokens: int) -> list[int]:
     return [max(1, total // tokens)] if total else list(sweep["batch"])
 
 
-def points(sweep: dict) -> list[SweepPoint]:
+def points(sweep: dict) -> list[Point]:
     """Every point of the sweep: the product of its lists, blocks for Triton impls only."""
     out = []
     for impl, tokens, heads, d, dtype, causal in itertools.product(
@@ -68,17 +58,17 @@ def points(sweep: dict) -> list[SweepPoint]:
         blocks = [tuple(b) for b in sweep["blocks"]] if impl in TRITON_IMPLEMENTATIONS else [(None, None)]
         for batch in batches_for(sweep, tokens):
             for bm, bn in blocks:
-                out.append(SweepPoint(impl, batch, heads, tokens, d, dtype, causal, bm, bn))
+                out.append(Point(impl, batch, heads, tokens, d, dtype, causal, bm, bn))
     return out
 
 
-def point_from_wildcards(wc) -> SweepPoint:
+def point_from_wildcards(wc) -> Point:
     bm, bn = parse_blocks(wc["blocks"])
-    return SweepPoint(wc["impl"], int(wc["batch"]), int(wc["heads"]), int(wc["tokens"]),
+    return Point(wc["impl"], int(wc["batch"]), int(wc["heads"]), int(wc["tokens"]),
                       int(wc["head_dim"]), wc["dtype"], wc["mask"] == "causal", bm, bn)
 
 
-def cli_args(point: SweepPoint) -> list[str]:
+def cli_args(point: Point) -> list[str]:
     """The point's flags for ``python -m kernels measure``."""
     args = ["--impl", point.impl, "--batch", str(point.batch), "--heads", str(point.heads),
             "--tokens", str(point.tokens), "--head-dim", str(point.head_dim),

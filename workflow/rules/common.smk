@@ -17,8 +17,8 @@ REPORTS = ["storage", "traffic", "tile_softmax", "performance"]
 DEVICE = attnio_devices.resolve(config["device"])
 ON_GPU = DEVICE == "cuda"
 POINTS = attnio_sweep.points(config["sweep"])
-POINT_FILES = [f"{RESULTS}/points/{p.name}.json" for p in POINTS]
-VALIDATIONS = sorted({p.validation for p in POINTS})
+POINT_FILES = [f"{RESULTS}/points/{attnio_sweep.point_name(p)}.json" for p in POINTS]
+VALIDATIONS = sorted({attnio_sweep.validation_name(p) for p in POINTS})
 VALIDATION_FILES = [f"{RESULTS}/validate/{v}.json" for v in VALIDATIONS]
 # Records are gathered per (impl, dtype) first: Snakemake hashes a job's whole input list
 # once per upstream job, so one job over thousands of files would be slow to plan.
@@ -26,7 +26,7 @@ GROUPS = sorted({(p.impl, p.dtype) for p in POINTS})
 
 
 def group_records(wildcards):
-    return [f"{RESULTS}/points/{p.name}.json" for p in POINTS
+    return [f"{RESULTS}/points/{attnio_sweep.point_name(p)}.json" for p in POINTS
             if (p.impl, p.dtype) == (wildcards.impl, wildcards.dtype)]
 
 
@@ -52,11 +52,7 @@ def point_of(wildcards):
 
 
 def measure_mem_mb(wildcards):
-    from kernels.model import Point, predicted_bytes
+    from kernels.model import predicted_bytes
 
-    p = point_of(wildcards)
-    need = predicted_bytes(
-        Point(p.impl, p.batch, p.heads, p.tokens, p.head_dim, p.dtype, p.causal,
-              p.block_m, p.block_n)
-    )
+    need = predicted_bytes(point_of(wildcards))
     return max(1024, int(need / 2**20 * 1.25) + 512)

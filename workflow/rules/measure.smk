@@ -1,7 +1,7 @@
 rule measure:
     """One sweep point → one JSON record (ok, skipped with its reason, or failed)."""
     input:
-        validation=lambda wc: f"{RESULTS}/validate/{point_of(wc).validation}.json",
+        validation=lambda wc: f"{RESULTS}/validate/{attnio_sweep.validation_name(point_of(wc))}.json",
     output:
         f"{RESULTS}/points/{{impl}}/{{dtype}}/B{{batch}}-H{{heads}}-T{{tokens}}-d{{head_dim}}-{{mask}}-{{blocks}}.json",
     log:
