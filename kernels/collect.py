@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels.atomic import write_atomic, write_text_atomic
 from kernels.records import validate_record
 
 POINT_KEY = ["impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "block_m",
@@ -30,8 +31,6 @@ def load_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
 
 def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> int:
     """Check records against the schema and write them as JSON lines (atomically)."""
-    from kernels.atomic import write_text_atomic
-
     records = load_records(paths)
     write_text_atomic(out, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
     return len(records)
@@ -64,17 +63,9 @@ def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
                                     na_position="first"))
 
 
-def _atomic(write, path: str | os.PathLike) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    write(tmp)
-    os.replace(tmp, target)
-
-
 def write_tables(records: list[dict], metrics_parquet, metrics_csv, stages_csv) -> pd.DataFrame:
     metrics, stage_table = tables(records)
-    _atomic(lambda p: metrics.to_parquet(p, index=False), metrics_parquet)
-    _atomic(lambda p: metrics.to_csv(p, index=False), metrics_csv)
-    _atomic(lambda p: stage_table.to_csv(p, index=False), stages_csv)
+    write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False))
+    write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False))
+    write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False))
     return metrics

@@ -16,7 +16,7 @@ from kernels.names import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
 ELEMENT_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 MATERIALIZED = ("reference", "torch_naive", "triton_naive")
-MAX_ROW_BLOCK = 16384  # must match kernels.triton_naive.MAX_ROW_BLOCK (a test checks)
+MAX_ROW_BLOCK = 16384  # longest row the softmax kernel (kernels.triton_naive) holds at once
 REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at once
 
 

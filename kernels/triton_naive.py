@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from kernels.checks import parse_dtype
+from kernels.model import MAX_ROW_BLOCK  # rows longer than this take two passes
 from kernels.triton_common import (
     cast,
     check_triton_device,
@@ -19,8 +20,6 @@ from kernels.triton_common import (
     warps_for,
 )
 from kernels.triton_env import tl, triton
-
-MAX_ROW_BLOCK = 16384  # longest row the softmax kernel holds at once; longer rows take two passes
 
 
 @triton.jit

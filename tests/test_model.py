@@ -2,7 +2,6 @@
 
 import pytest
 
-from kernels import model
 from kernels.model import Point, flops, matrix_bytes, summarize, transfers
 
 MIB = 1_048_576
@@ -61,12 +60,6 @@ def test_compulsory_and_summary():
     torch_point = summarize(Point("torch_naive", 2, 2, 256, 64, "float16", False))
     assert torch_point["traffic_model_bytes"] is None  # library kernels: not modelled
     assert torch_point["traffic_compulsory_bytes"] == s["traffic_compulsory_bytes"]
-
-
-def test_row_block_constant_matches_kernel():
-    from kernels.triton_naive import MAX_ROW_BLOCK
-
-    assert model.MAX_ROW_BLOCK == MAX_ROW_BLOCK
 
 
 @pytest.mark.parametrize("field, value, message", [

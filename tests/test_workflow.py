@@ -78,10 +78,6 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
 def test_interrupted_run_resumes(tmp_path):
     """Interrupt a run midway: the next run finishes the rest, and every record is whole."""
     import signal
-    import subprocess
-    import sys
-
-    from workflow_run import env
 
     small = tmp_path / "small.yaml"
     small.write_text(yaml.safe_dump({"sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40, 100]}}))
