@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--exit-zero", action="store_true",
                      help="exit 0 even when a verdict is unexpected (the JSON records it)")
     add_point_parser(sub.add_parser("measure", help="measure one sweep point into a JSON record"))
+    add_build_parser(sub.add_parser(
+        "build", help="compile the Triton kernels of sweep points for GPU targets (no GPU needed)"))
     add_point_parser(sub.add_parser("ncu-target", help="(internal) one call for Nsight Compute"),
                      target=True)
     return parser
@@ -96,7 +98,22 @@ def add_point_parser(cmd: argparse.ArgumentParser, target: bool = False) -> None
     cmd.add_argument("--require-validation", metavar="JSON",
                      help="validation results (validate --json); if any verdict was "
                           "unexpected, the point is recorded as skipped instead of measured")
+    cmd.add_argument("--require-build", nargs="+", metavar="JSON",
+                     help="build results (build --out) for the targets this point must run on; "
+                          "if a kernel it launches failed to build, the point is skipped")
     cmd.add_argument("--out", required=True, help="JSON record to write (atomically)")
+
+
+def add_build_parser(cmd: argparse.ArgumentParser) -> None:
+    from kernels.targets import DEFAULT_TARGETS
+
+    cmd.add_argument("--point", nargs="+", required=True, metavar="NAME",
+                     help="sweep points by name, e.g. triton_flash/float16/B1-H1-T1024-d64-causal-bm64-bn64")
+    cmd.add_argument("--target", nargs="+", default=list(DEFAULT_TARGETS),
+                     help="sm_NN targets, or 'local' for this machine's GPU (default: %(default)s)")
+    cmd.add_argument("--out", required=True, help="JSON with one record per variant and target")
+    cmd.add_argument("--artifacts", required=True,
+                     help="folder for PTX, cubin, SASS and resource dumps (one sub-folder per target)")
 
 
 def point_from(args: argparse.Namespace):
@@ -131,10 +148,15 @@ def run_measure(args: argparse.Namespace) -> int:
     from kernels.measure import DEFAULT_INTERPRETER_LIMIT, measure
     from kernels.records import write_record
 
-    record = measure(point, device, seed=args.seed, use_ncu=not args.no_ncu,
-                     interpreter_limit=args.interpreter_limit or DEFAULT_INTERPRETER_LIMIT,
-                     ncu_args=point_args(args),
-                     validation=load_validation(args.require_validation))
+    builds = [load_json(path, "--require-build") for path in args.require_build or []]
+    try:
+        record = measure(point, device, seed=args.seed, use_ncu=not args.no_ncu,
+                         interpreter_limit=args.interpreter_limit or DEFAULT_INTERPRETER_LIMIT,
+                         ncu_args=point_args(args),
+                         validation=load_json(args.require_validation, "--require-validation"),
+                         builds=builds)
+    except ValueError as err:  # build results that do not cover this point
+        raise SystemExit(f"--require-build: {err}") from None
     write_record(record, args.out)
     detail = record["reason"] or ", ".join(
         f"{key}={record[key]:.4g}" for key in ("time_ms", "max_abs_error", "traffic_counted_bytes")
@@ -145,13 +167,13 @@ def run_measure(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_validation(path: str | None) -> list[dict] | None:
+def load_json(path: str | None, flag: str):
     if path is None:
         return None
     try:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:
-        raise SystemExit(f"--require-validation {path}: cannot read validation results: {err}") from None
+        raise SystemExit(f"{flag} {path}: cannot read it: {err}") from None
 
 
 def run_ncu_target(args: argparse.Namespace) -> int:
@@ -173,6 +195,47 @@ def run_ncu_target(args: argparse.Namespace) -> int:
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
     return 0
+
+
+def run_build(args: argparse.Namespace) -> int:
+    select_mode("cuda")  # compiled Triton; building needs no GPU
+    from kernels import build, sweep
+    from kernels.atomic import write_text_atomic
+    from kernels.targets import parse_target
+
+    try:
+        points = [sweep.point_from_name(name) for name in args.point]
+        targets = [local_target() if name == "local" else name for name in args.target]
+        for name in targets:
+            parse_target(name)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
+    result = build.build(points, targets, Path(args.artifacts), progress=print_build_record)
+    write_text_atomic(args.out, json.dumps(result, indent=1))
+    failed = sum(r["status"] != "ok" for r in result["variants"])
+    print(f"{len(result['variants'])} builds ({len(targets)} targets), {failed} failed -> {args.out}")
+    return 0
+
+
+def local_target() -> str:
+    import torch
+
+    from kernels.devices import local_target as target_of_this_gpu
+
+    if not torch.cuda.is_available():
+        raise ValueError("--target local: torch sees no GPU on this machine; name targets as sm_NN")
+    return target_of_this_gpu()
+
+
+def print_build_record(record: dict) -> None:
+    c = record["constants"]
+    shape = " ".join(f"{k}={c[k]}" for k in ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "ROW_BLOCK") if k in c)
+    if record["status"] == "ok":
+        detail = (f"{record['registers']} regs, {record['shared_bytes']:,} B shared, "
+                  f"{record['blocks_per_sm']} blocks/SM, {record['compile_s']:.1f} s")
+    else:
+        detail = record["reason"][:160]
+    print(f"{record['target']} {record['variant']} {shape}: {record['status']} ({detail})", flush=True)
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -208,7 +271,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"validate": run_validate, "measure": run_measure, "ncu-target": run_ncu_target}
+    commands = {"validate": run_validate, "measure": run_measure, "build": run_build,
+                "ncu-target": run_ncu_target}
     return commands[args.command](args)
 
 

@@ -24,3 +24,11 @@ def resolve(name: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def local_target() -> str:
+    """The local GPU as a build target (sm_90 on an H100 or H200); needs torch to see it."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"

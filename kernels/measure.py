@@ -17,9 +17,11 @@ from pathlib import Path
 import torch
 
 from kernels import model, runtime
+from kernels.build import build_failure
 from kernels.checks import DTYPES
 from kernels.memory import available_bytes, peak_allocated
 from kernels.names import TRITON_IMPLEMENTATIONS
+from kernels.sweep import point_name
 
 DEFAULT_INTERPRETER_LIMIT = 1 << 20  # B·H·T² score elements the interpreter takes (T = 1,024)
 MEMORY_FRACTION = 0.8  # of the memory available when the point starts
@@ -163,11 +165,15 @@ def validation_failure(results: list[dict] | None) -> str | None:
 
 def measure(point: model.Point, device: str, *, seed: int = 0,
             interpreter_limit: int = DEFAULT_INTERPRETER_LIMIT, use_ncu: bool = True,
-            ncu_args: list[str] | None = None, validation: list[dict] | None = None) -> dict:
+            ncu_args: list[str] | None = None, validation: list[dict] | None = None,
+            builds: list[dict] | None = None) -> dict:
     """Run one point and return its record; never raises for a point that cannot run.
-    ``validation``: the implementation's validation results; a failed one skips the point."""
+    ``validation``: the implementation's validation results; a failed one skips the point.
+    ``builds``: build results for the targets the point must run on; a variant that failed
+    to build skips it."""
     record = base_record(point, device, seed)
-    reason = validation_failure(validation) or skip_reason(point, device, interpreter_limit)
+    reason = (build_failure(point_name(point), builds) or validation_failure(validation)
+              or skip_reason(point, device, interpreter_limit))
     if reason:
         return record | {"status": "skipped", "reason": reason}
     started = time.perf_counter()

@@ -7,6 +7,7 @@ Pure Python, so that the workflow can plan thousands of points without importing
 from __future__ import annotations
 
 import itertools
+import re
 
 from kernels.model import Point
 from kernels.names import TRITON_IMPLEMENTATIONS
@@ -66,6 +67,18 @@ def point_from_wildcards(wc) -> Point:
     bm, bn = parse_blocks(wc["blocks"])
     return Point(wc["impl"], int(wc["batch"]), int(wc["heads"]), int(wc["tokens"]),
                       int(wc["head_dim"]), wc["dtype"], wc["mask"] == "causal", bm, bn)
+
+
+_NAME = re.compile(r"(?P<impl>\w+)/(?P<dtype>\w+)/B(?P<batch>\d+)-H(?P<heads>\d+)-T(?P<tokens>\d+)"
+                   r"-d(?P<head_dim>\d+)-(?P<mask>causal|full)-(?P<blocks>na|bm\d+-bn\d+)")
+
+
+def point_from_name(name: str) -> Point:
+    """Inverse of ``point_name``."""
+    match = _NAME.fullmatch(name.removesuffix(".json"))
+    if not match:
+        raise ValueError(f"point name {name!r} does not read as {POINT_PATTERN}")
+    return point_from_wildcards(match.groupdict())
 
 
 def cli_args(point: Point) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels.launch import Launch
 from kernels.triton_common import (
     LOG2E,
     cast,
@@ -84,14 +85,16 @@ def attention_fwd_kernel(
     tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
 
 
-def launch_attention_fwd(q, k, v, o, causal: bool, block_m: int, block_n: int,
-                         carry_stats: bool) -> None:
+def attention_fwd_launch(q, k, v, o, causal: bool, block_m: int, block_n: int,
+                         carry_stats: bool) -> Launch:
     B, H, T, d = q.shape
-    attention_fwd_kernel[(triton.cdiv(T, block_m), B * H)](
-        q, k, v, o, sm_scale(d) * LOG2E,
-        *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T,
-        HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, CARRY_STATS=carry_stats,
-        DOT_F32=dot_in_float32(q.dtype), num_warps=warps_for(block_m, block_n),
+    return Launch(
+        attention_fwd_kernel, (triton.cdiv(T, block_m), B * H),
+        (q, k, v, o, sm_scale(d) * LOG2E,
+         *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T),
+        dict(HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+             CARRY_STATS=carry_stats, DOT_F32=dot_in_float32(q.dtype),
+             num_warps=warps_for(block_m, block_n)),
     )
 
 
@@ -100,5 +103,5 @@ def triton_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
     """Exact attention, fused: no S or P in global memory."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    launch_attention_fwd(q, k, v, o, causal, block_m, block_n, carry_stats=True)
+    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=True).run()
     return o

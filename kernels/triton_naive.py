@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from kernels.checks import parse_dtype
+from kernels.launch import Launch
 from kernels.model import MAX_ROW_BLOCK  # rows longer than this take two passes
 from kernels.triton_common import (
     cast,
@@ -141,13 +142,13 @@ def softmax_row_block(T: int, max_row_block: int = MAX_ROW_BLOCK) -> int:
     return min(triton.next_power_of_2(T), max_row_block)
 
 
-def launch_scores(q, k, s, causal: bool, block_m: int, block_n: int) -> None:
+def scores_launch(q, k, s, causal: bool, block_m: int, block_n: int) -> Launch:
     B, H, T, d = q.shape
-    grid = (triton.cdiv(T, block_m), triton.cdiv(T, block_n), B * H)
-    scores_kernel[grid](
-        q, k, s, sm_scale(d), *q.stride(), *k.stride(), *s.stride(), H, T,
-        HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-        DOT_F32=dot_in_float32(q.dtype), num_warps=warps_for(block_m, block_n),
+    return Launch(
+        scores_kernel, (triton.cdiv(T, block_m), triton.cdiv(T, block_n), B * H),
+        (q, k, s, sm_scale(d), *q.stride(), *k.stride(), *s.stride(), H, T),
+        dict(HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+             DOT_F32=dot_in_float32(q.dtype), num_warps=warps_for(block_m, block_n)),
     )
 
 
@@ -156,24 +157,42 @@ def softmax_rows_per_program(row_block: int) -> int:
     return max(1, min(16, 2048 // row_block))
 
 
-def launch_softmax(s, p, max_row_block: int = MAX_ROW_BLOCK) -> None:
+def softmax_launch(s, p, max_row_block: int = MAX_ROW_BLOCK) -> Launch:
     B, H, T, _ = s.shape
     row_block = softmax_row_block(T, max_row_block)
     rows = softmax_rows_per_program(row_block)
     num_warps = 4 if row_block <= 2048 else 8 if row_block <= 4096 else 16
-    softmax_kernel[(triton.cdiv(T, rows), B * H)](
-        s, p, *s.stride(), *p.stride(), H, T,
-        BLOCK_R=rows, ROW_BLOCK=row_block, SINGLE_PASS=row_block >= T, num_warps=num_warps,
+    return Launch(
+        softmax_kernel, (triton.cdiv(T, rows), B * H),
+        (s, p, *s.stride(), *p.stride(), H, T),
+        dict(BLOCK_R=rows, ROW_BLOCK=row_block, SINGLE_PASS=row_block >= T, num_warps=num_warps),
     )
 
 
-def launch_pv(p, v, o, causal: bool, block_m: int, block_n: int) -> None:
+def pv_launch(p, v, o, causal: bool, block_m: int, block_n: int) -> Launch:
     B, H, T, d = v.shape
-    pv_kernel[(triton.cdiv(T, block_m), B * H)](
-        p, v, o, *p.stride(), *v.stride(), *o.stride(), H, T,
-        HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-        DOT_F32=dot_in_float32(p.dtype, v.dtype), num_warps=warps_for(block_m, block_n),
+    return Launch(
+        pv_kernel, (triton.cdiv(T, block_m), B * H),
+        (p, v, o, *p.stride(), *v.stride(), *o.stride(), H, T),
+        dict(HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+             DOT_F32=dot_in_float32(p.dtype, v.dtype), num_warps=warps_for(block_m, block_n)),
     )
+
+
+def naive_launches(q, k, v, s, p, o, causal: bool, block_m: int, block_n: int,
+                   max_row_block: int = MAX_ROW_BLOCK) -> list[Launch]:
+    """The three launches, in order, given the S, P and O tensors they write."""
+    return [scores_launch(q, k, s, causal, block_m, block_n),
+            softmax_launch(s, p, max_row_block),
+            pv_launch(p, v, o, causal, block_m, block_n)]
+
+
+def sp_tensors(q, sp_dtype=None):
+    """Empty S and P for q's shape (on q's device; meta tensors plan a build)."""
+    B, H, T, _ = q.shape
+    dtype = q.dtype if sp_dtype is None else parse_dtype(sp_dtype, "sp_dtype")
+    s = torch.empty((B, H, T, T), dtype=dtype, device=q.device)
+    return s, torch.empty_like(s)
 
 
 def triton_naive(
@@ -183,12 +202,8 @@ def triton_naive(
 ):
     """Three launches through global S and P. With ``return_intermediates`` returns (S, P, O)."""
     check_triton_device(q)
-    B, H, T, _ = q.shape
-    dtype = q.dtype if sp_dtype is None else parse_dtype(sp_dtype, "sp_dtype")
-    s = torch.empty((B, H, T, T), dtype=dtype, device=q.device)
-    p = torch.empty_like(s)
+    s, p = sp_tensors(q, sp_dtype)
     o = torch.empty_like(q) if out is None else out
-    launch_scores(q, k, s, causal, block_m, block_n)
-    launch_softmax(s, p, max_row_block)
-    launch_pv(p, v, o, causal, block_m, block_n)
+    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block):
+        launch.run()
     return (s, p, o) if return_intermediates else o

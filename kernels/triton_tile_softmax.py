@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from kernels.triton_common import check_triton_device
-from kernels.triton_flash import launch_attention_fwd
+from kernels.triton_flash import attention_fwd_launch
 
 
 def triton_tile_softmax(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
@@ -21,5 +21,5 @@ def triton_tile_softmax(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
                         out: torch.Tensor | None = None) -> torch.Tensor:
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    launch_attention_fwd(q, k, v, o, causal, block_m, block_n, carry_stats=False)
+    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=False).run()
     return o

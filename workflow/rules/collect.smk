@@ -2,6 +2,7 @@
 # run on the submitting host instead of waiting for a node.
 localrules:
     gather,
+    build_table,
     collect,
     report_notebook,
     report_html,

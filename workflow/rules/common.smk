@@ -9,7 +9,7 @@ from kernels import sweep as attnio_sweep
 from kernels.names import IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
 RESULTS = "results"
-REPORTS = ["storage", "traffic", "tile_softmax", "performance"]
+REPORTS = ["storage", "traffic", "tile_softmax", "performance", "build"]
 
 
 # auto: cuda when torch sees a GPU, else cpu. An explicit cuda is kept as asked: its points
@@ -20,6 +20,15 @@ POINTS = attnio_sweep.points(config["sweep"])
 POINT_FILES = [f"{RESULTS}/points/{attnio_sweep.point_name(p)}.json" for p in POINTS]
 VALIDATIONS = sorted({attnio_sweep.validation_name(p) for p in POINTS})
 VALIDATION_FILES = [f"{RESULTS}/validate/{v}.json" for v in VALIDATIONS]
+# Build: every Triton variant for the configured targets, plus the local GPU's on a GPU
+# machine (which also fills Triton's cache before anything is timed). A point is skipped when
+# a kernel it launches cannot build for the target it runs on: the local GPU; on a CPU the
+# interpreter stands in for every configured target, so a failure on any of them skips it.
+LOCAL_TARGET = attnio_devices.local_target() if ON_GPU else None
+BUILD_TARGETS = list(dict.fromkeys(config["build"]["targets"] + ([LOCAL_TARGET] if ON_GPU else [])))
+REQUIRED_TARGETS = [LOCAL_TARGET] if ON_GPU else BUILD_TARGETS
+BUILD_GROUPS = [v for v in VALIDATIONS if v.startswith("triton_")]
+BUILD_FILES = [f"{RESULTS}/build/{g}/{t}.json" for g in BUILD_GROUPS for t in BUILD_TARGETS]
 # Records are gathered per (impl, dtype) first: Snakemake hashes a job's whole input list
 # once per upstream job, so one job over thousands of files would be slow to plan.
 GROUPS = sorted({(p.impl, p.dtype) for p in POINTS})
@@ -39,6 +48,21 @@ wildcard_constraints:
     head_dim=r"\d+",
     mask="causal|full",
     blocks=r"na|bm\d+-bn\d+",
+    target=r"sm_\d+",
+
+
+def build_group_points(wildcards):
+    """Names of the points a build job compiles for: its implementation, dtype and blocks."""
+    group = f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}"
+    return [attnio_sweep.point_name(p) for p in POINTS if attnio_sweep.validation_name(p) == group]
+
+
+def builds_of(wildcards, targets):
+    """The build results a validation or point depends on (none for the torch paths)."""
+    if wildcards.impl not in TRITON_IMPLEMENTATIONS:
+        return []
+    group = f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}"
+    return [f"{RESULTS}/build/{group}/{t}.json" for t in targets]
 
 
 def times_on_this_machine(impl):

@@ -6,6 +6,7 @@ rule report_notebook:
         metrics=rules.collect.output.parquet,
         stages=rules.collect.output.stages,
         env=rules.env.output,
+        builds=lambda wc: [rules.build_table.output[0]] if wc.report == "build" else [],
     output:
         f"{RESULTS}/reports/{{report}}.ipynb",
     log:
@@ -13,11 +14,13 @@ rule report_notebook:
         messages=f"{RESULTS}/logs/reports/{{report}}.log",
     params:
         package=lambda wc, input: os.path.dirname(os.path.dirname(input.template)),
+        builds=lambda wc, input: f"-p builds {input.builds}" if input.builds else "",
     conda:
         "../../envs/attnio.yaml"
     shell:
         "PYTHONPATH={params.package}:${{PYTHONPATH:-}} papermill {input.template} {log.notebook} "
         "-k python3 -p metrics {input.metrics} -p stages {input.stages} -p env {input.env} "
+        "{params.builds} "
         "> {log.messages} 2>&1 && cp {log.notebook} {output}"
 
 
