@@ -18,6 +18,7 @@ TITLES = {
     "traffic": "Traffic: what crosses global memory",
     "tile_softmax": "Why a softmax per tile fails",
     "performance": "Performance",
+    "build": "Build: registers, shared memory and instructions per GPU target",
 }
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;
 color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;
@@ -47,7 +48,16 @@ def validation_summary(paths) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def render(env: dict, metrics: pd.DataFrame, validation: pd.DataFrame, reports: list[str]) -> str:
+def build_summary(builds: pd.DataFrame) -> pd.DataFrame:
+    """Per target: variants built, and those that cannot run there."""
+    if builds.empty:
+        return pd.DataFrame({"target": ["none"], "variants": [0], "cannot run": [0]})
+    return (builds.assign(bad=builds["status"] != "ok").groupby("target")
+            .agg(variants=("variant", "size"), **{"cannot run": ("bad", "sum")}).reset_index())
+
+
+def render(env: dict, metrics: pd.DataFrame, validation: pd.DataFrame, reports: list[str],
+           builds: pd.DataFrame) -> str:
     warnings = []
     failed = validation[validation["verdict"] != "passed"]
     if not failed.empty:
@@ -79,14 +89,18 @@ def render(env: dict, metrics: pd.DataFrame, validation: pd.DataFrame, reports: 
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnio results"
             f"</title><style>{STYLE}</style></head><body><h1>attnio: why attention is hard to "
             f"optimize</h1>{banner}<h2>Reports</h2><ul>{links}</ul><h2>What ran where</h2>"
-            f"{_table(facts)}<h2>Validation</h2>{_table(validation)}<p>Tables: "
+            f"{_table(facts)}<h2>Build</h2>{_table(build_summary(builds))}"
+            f"<h2>Validation</h2>{_table(validation)}<p>Tables: "
             f"<a href='metrics.csv'>metrics.csv</a> (a row per point), "
-            f"<a href='stages.csv'>stages.csv</a> (a row per point and stage).</p>"
+            f"<a href='stages.csv'>stages.csv</a> (a row per point and stage), "
+            f"<a href='build.csv'>build.csv</a> (a row per kernel variant and target).</p>"
             f"<h2>Configuration</h2><pre>{config}</pre></body></html>\n")
 
 
-def write(env_path, metrics_path, validation_paths, reports: list[str], out: str | os.PathLike) -> None:
+def write(env_path, metrics_path, validation_paths, reports: list[str], builds_path,
+          out: str | os.PathLike) -> None:
     env = json.loads(Path(env_path).read_text())
     metrics = pd.read_parquet(metrics_path)
-    page = render(env, metrics, validation_summary(validation_paths), reports)
+    builds = pd.read_csv(builds_path)
+    page = render(env, metrics, validation_summary(validation_paths), reports, builds)
     write_text_atomic(out, page)

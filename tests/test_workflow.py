@@ -160,7 +160,7 @@ def test_conda_env_pins_agree_with_the_project():
 
 # --- the HTML reports, looked at as a person would ---------------------------------------
 
-REPORTS = ["storage", "traffic", "tile_softmax", "performance"]
+REPORTS = ["storage", "traffic", "tile_softmax", "performance", "build"]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PROBE = ("<script>window.addEventListener('load', () => { const imgs = [...document.images];"
          " document.title = 'IMAGES ' + imgs.length + ' ' +"

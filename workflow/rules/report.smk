@@ -52,6 +52,7 @@ rule index:
         metrics=rules.collect.output.parquet,
         env=rules.env.output,
         validation=VALIDATION_FILES,
+        builds=rules.build_table.output[0],
     output:
         report(f"{RESULTS}/index.html", caption="../report/index.rst", category="Overview"),
     log:

@@ -1,0 +1,189 @@
+"""The build stage: real Triton compilations for sm_80 and sm_90 on this GPU-less machine,
+read back with the cuobjdump Triton ships."""
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels import sweep, targets
+from kernels.sass import instruction_mix, width_bits
+
+TRITON = Path(importlib.util.find_spec("triton").origin).parent
+CUOBJDUMP = TRITON / "backends" / "nvidia" / "bin" / "cuobjdump"
+SMALL = "triton_naive/float16/B1-H2-T100-d16-causal-bm16-bn16"
+FUSED = "triton_flash/float16/B1-H2-T128-d64-full-bm64-bn64"
+TOO_BIG = "triton_flash/float16/B1-H1-T64-d256-full-bm128-bn64"  # 208 KiB of shared memory
+
+
+def kernels_cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "kernels", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def build(tmp: Path, *points: str) -> dict:
+    out = tmp / "build.json"
+    done = kernels_cli("build", "--target", "sm_80", "sm_90", "--point", *points,
+                       "--out", str(out), "--artifacts", str(tmp / "artifacts"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("build")
+    started = time.perf_counter()
+    result = build(tmp, SMALL, FUSED)
+    return result, time.perf_counter() - started
+
+
+def by_kernel(result, kernel, target):
+    return [r for r in result["variants"] if r["kernel"] == kernel and r["target"] == target]
+
+
+def test_small_kernels_build_for_both_targets_in_seconds(built):
+    result, seconds = built
+    assert seconds < 90  # four small variants and one 64×64 fused kernel, two targets
+    assert result["points"][SMALL] and len(result["points"][SMALL]) == 3
+    for target in ("sm_80", "sm_90"):
+        kernels = {r["kernel"] for r in result["variants"] if r["target"] == target}
+        assert kernels == {"scores_kernel", "softmax_kernel", "pv_kernel", "attention_fwd_kernel"}
+    for record in result["variants"]:
+        assert record["status"] == "ok", record["reason"]
+        assert 0 < record["registers"] <= 255
+        assert record["compile_s"] > 0
+        assert 1 <= record["blocks_per_sm"] <= targets.TARGETS[record["target"]].max_blocks_per_sm
+        for path in record["artifacts"].values():
+            assert Path(path).stat().st_size > 0
+
+
+def resource_usage_by_hand(cubin: str) -> dict:
+    text = subprocess.run([str(CUOBJDUMP), "--dump-resource-usage", cubin], capture_output=True,
+                          text=True, check=True).stdout
+    return {key: int(value) for key, value in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text)}
+
+
+def test_records_agree_with_cuobjdump_run_by_hand(built):
+    result, _ = built
+    for record in result["variants"]:
+        usage = resource_usage_by_hand(record["artifacts"]["cubin"])
+        assert usage["REG"] == record["registers"]
+        assert usage["STACK"] == record["stack_bytes"]
+        assert usage["LOCAL"] == record["local_bytes"]
+        assert usage["SHARED"] == record["static_shared_bytes"]
+        assert record["shared_bytes"] == usage["SHARED"] + record["dynamic_shared_bytes"]
+
+
+def test_cubins_are_for_the_asked_targets(built):
+    result, _ = built
+    for record in result["variants"]:
+        sass = Path(record["artifacts"]["sass"]).read_text()
+        arch = re.search(r"code for (sm_\d+)", sass).group(1)
+        assert arch == record["target"]  # sm_90 is built as sm_90a; cuobjdump names sm_90a
+        ptx = Path(record["artifacts"]["ptx"]).read_text()
+        assert f".target {record['target']}" in ptx
+
+
+def test_instruction_counts_match_the_sass(built):
+    result, _ = built
+    for record in result["variants"]:
+        sass = Path(record["artifacts"]["sass"]).read_text()
+        body = [line for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", line)]
+        assert record["instructions"]["total"] == len(body)
+        for cls in ("HMMA", "HGMMA", "LDG", "STG"):
+            by_grep = sum(1 for line in body if re.search(rf"\s{cls}(\.|\s)", line))
+            assert record["instructions"].get(cls, 0) == by_grep, cls
+
+
+def test_fused_kernel_uses_each_targets_tensor_cores(built):
+    result, _ = built
+    [fused_80] = by_kernel(result, "attention_fwd_kernel", "sm_80")
+    [fused_90] = by_kernel(result, "attention_fwd_kernel", "sm_90")
+    assert fused_80["instructions"].get("HMMA", 0) > 0 and not fused_80["instructions"].get("HGMMA")
+    assert fused_90["instructions"].get("HGMMA", 0) > 0  # warpgroup MMA on Hopper
+    [softmax] = by_kernel(result, "softmax_kernel", "sm_90")
+    assert not softmax["instructions"].get("HMMA") and not softmax["instructions"].get("HGMMA")
+
+
+def test_a_block_too_large_is_recorded_and_its_point_skipped(tmp_path):
+    result = build(tmp_path, TOO_BIG)
+    for record in result["variants"]:
+        assert record["status"] == "failed"
+        assert "shared memory" in record["reason"]
+        limit = targets.TARGETS[record["target"]].max_shared_per_block
+        assert record["shared_bytes"] > limit and f"{limit:,}" in record["reason"]
+    point = sweep.point_from_name(TOO_BIG)
+    out = tmp_path / "point.json"
+    done = kernels_cli("measure", *sweep.cli_args(point), "--device", "cpu",
+                       "--require-build", str(tmp_path / "build.json"), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(out.read_text())
+    assert record["status"] == "skipped"
+    assert "does not build for sm_80" in record["reason"] and "shared memory" in record["reason"]
+
+    other = sweep.point_from_name(TOO_BIG.replace("-full-", "-causal-"))
+    done = kernels_cli("measure", *sweep.cli_args(other), "--device", "cpu",
+                       "--require-build", str(tmp_path / "build.json"), "--out", str(out))
+    assert done.returncode != 0 and "--require-build" in done.stderr and "rebuild" in done.stderr
+
+
+def test_build_refuses_bad_targets_and_points(tmp_path):
+    done = kernels_cli("build", "--target", "sm90", "--point", SMALL, "--out", str(tmp_path / "b"),
+                       "--artifacts", str(tmp_path))
+    assert done.returncode != 0 and "target='sm90'" in done.stderr
+    done = kernels_cli("build", "--point", "triton_flash/T100", "--out", str(tmp_path / "b"),
+                       "--artifacts", str(tmp_path))
+    assert done.returncode != 0 and "does not read as" in done.stderr
+    assert not (tmp_path / "b").exists()
+
+
+def test_planned_launches_are_the_ones_the_implementation_makes():
+    """Meta tensors plan the same launches (kernels, grids, scalars, options) as real ones."""
+    from kernels import triton_naive
+    from kernels.variants import point_launches
+
+    point = sweep.point_from_name(SMALL)
+    planned = point_launches(point)
+    q, k, v = (torch.randn(1, 2, 100, 16, dtype=torch.float16) for _ in range(3))
+    s, p = triton_naive.sp_tensors(q)
+    real = triton_naive.naive_launches(q, k, v, s, p, torch.empty_like(q), True, 16, 16)
+    assert [x.name for x in planned] == ["scores_kernel", "softmax_kernel", "pv_kernel"]
+    for a, b in zip(planned, real, strict=True):
+        assert a.grid == b.grid and a.options == b.options
+        assert [(t.shape, t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t
+                for t in a.args] == [(t.shape, t.stride(), t.dtype) if isinstance(t, torch.Tensor)
+                                     else t for t in b.args]
+
+
+def test_occupancy_by_hand():
+    h100, a100 = targets.TARGETS["sm_90"], targets.TARGETS["sm_80"]
+    # 128 registers × 32 threads = 4,096 per warp; 4 warps → 16,384 per block → 4 blocks
+    assert targets.occupancy(h100, 128, 4, 0)["blocks_per_sm"] == 4
+    assert targets.occupancy(h100, 128, 4, 0)["occupancy_limited_by"] == "registers"
+    # 100 KiB + 1 KiB reserved per block: one fits in A100's 164 KiB, two in H100's 228 KiB
+    assert targets.occupancy(a100, 32, 4, 100 * 1024)["blocks_per_sm"] == 1
+    assert targets.occupancy(h100, 32, 4, 100 * 1024)["blocks_per_sm"] == 2
+    # 8 warps of 16 registers: threads allow 2048 / 256 = 8 blocks
+    assert targets.occupancy(h100, 16, 8, 0) == {
+        "blocks_per_sm": 8, "occupancy_limited_by": "threads", "warps_per_sm": 64,
+        "occupancy": 1.0}
+    # registers round up per warp in units of 256: 33 regs → 1,280 per warp
+    assert targets.occupancy(h100, 33, 4, 0)["blocks_per_sm"] == 65536 // (1280 * 4)
+    assert targets.shared_memory_problem(a100, 166_912) is None
+    assert "166,912" in targets.shared_memory_problem(a100, 166_913)
+
+
+def test_instruction_widths():
+    assert width_bits("LDG.E.128") == 128 and width_bits("STG.E.U16") == 16
+    assert width_bits("LDS") == 32 and width_bits("LDGSTS.E.BYPASS.LTC128B.128") == 128
+    sass = ("        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\n"
+            "        /*0020*/              @!P0 STG.E.U16 desc[UR4][R2.64], R5 ;\n"
+            "        /*0030*/                   HGMMA.64x64x16.F32 R24, gdesc[UR4], R24 ;\n")
+    assert instruction_mix(sass) == {"total": 3, "HGMMA": 1, "LDG": 1, "LDG.128": 1, "STG": 1,
+                                     "STG.16": 1}
