@@ -1,0 +1,35 @@
+"""The build stage inside the workflow: a block shape too large for the targets is built,
+recorded as failed with the compiler's reason, and its points are skipped — the run goes on."""
+
+import json
+
+import pandas as pd
+import yaml
+from workflow_run import ROOT, snakemake
+
+DEFAULT = str(ROOT / "config" / "config.yaml")
+POINT = "results/points/triton_flash/float16/B1-H1-T16-d256-full-bm128-bn64.json"
+
+
+def test_too_large_block_is_recorded_and_skipped(tmp_path):
+    config = {"device": "cpu", "sweep": {
+        "impls": ["triton_flash"], "tokens": [16], "head_dim": [256], "dtype": ["float16"],
+        "causal": [False], "blocks": [[128, 64], [16, 16]]}}
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(config))
+    done = snakemake(tmp_path, "results/metrics.csv", "results/build.csv", "--cores", "2",
+                     "--configfile", DEFAULT, str(tmp_path / "big.yaml"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    builds = pd.read_csv(tmp_path / "results" / "build.csv")
+    big = builds[builds["block_m"] == 128]
+    assert sorted(big["target"]) == ["sm_80", "sm_90"]
+    assert (big["status"] == "failed").all()
+    assert big["reason"].str.contains("out of resource: shared memory").all()
+    assert (builds[builds["block_m"] == 16]["status"] == "ok").all()
+    record = json.loads((tmp_path / POINT).read_text())
+    assert record["status"] == "skipped"
+    assert "does not build for sm_80" in record["reason"]
+    metrics = pd.read_csv(tmp_path / "results" / "metrics.csv")
+    small = metrics[metrics["block_m"] == 16]
+    assert list(small["status"]) == ["ok"]
+    kept = tmp_path / "results" / "build" / "triton_flash_float16_bm128-bn64" / "sm_90"
+    assert any(kept.glob("*.cubin"))  # it compiled; only the launch check failed
