@@ -128,6 +128,35 @@ def tensor_core_summary(builds: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+MIX_CLASSES = ["HMMA", "HGMMA", "LDG", "STG", "LDGSTS", "LDS", "STS", "LDSM", "LDL", "STL"]
+
+
+def instruction_figure(builds: pd.DataFrame):
+    """Static tensor-core and memory instruction counts per variant, one panel per target."""
+    ok = builds[builds["status"] == "ok"]
+    if ok.empty:
+        return None
+    frame = ok.assign(label=ok.apply(kernel_label, axis=1) + " | " + ok.apply(shape_label, axis=1))
+    frame = frame.drop_duplicates(["target", "label"])
+    targets = sorted(frame["target"].unique())
+    labels = sorted(frame["label"].unique())
+    fig, axes = plt.subplots(1, len(targets), figsize=(6.5 * len(targets), 0.45 * len(labels) + 1.8),
+                             sharey=True, squeeze=False)
+    for ax, target in zip(axes[0], targets, strict=True):
+        counts = (frame[frame["target"] == target].set_index("label")
+                  [[f"sass_{c}" for c in MIX_CLASSES]].reindex(labels).astype(float).fillna(0))
+        left = pd.Series(0.0, index=labels)
+        for cls in MIX_CLASSES:
+            ax.barh(labels, counts[f"sass_{cls}"], left=left, label=cls)
+            left += counts[f"sass_{cls}"]
+        ax.set(title=f"{target}: instructions in the SASS", xlabel="static count")
+    axes[0][0].invert_yaxis()
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", ncol=len(MIX_CLASSES), bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / fig.get_figheight()))
+    return fig
+
+
 def memory_instructions(builds: pd.DataFrame) -> pd.DataFrame:
     """Static counts of memory instructions by class and width (bits), per variant."""
     ok = builds[builds["status"] == "ok"]
