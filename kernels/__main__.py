@@ -99,8 +99,10 @@ def add_point_parser(cmd: argparse.ArgumentParser, target: bool = False) -> None
                      help="validation results (validate --json); if any verdict was "
                           "unexpected, the point is recorded as skipped instead of measured")
     cmd.add_argument("--require-build", nargs="+", metavar="JSON",
-                     help="build results (build --out) for the targets this point must run on; "
-                          "if a kernel it launches failed to build, the point is skipped")
+                     help="build results (build --out) covering this point; if a kernel it "
+                          "launches failed to build for a required target, the point is skipped")
+    cmd.add_argument("--required-targets", nargs="+", metavar="TARGET",
+                     help="the targets --require-build must hold for (default: all it built)")
     cmd.add_argument("--out", required=True, help="JSON record to write (atomically)")
 
 
@@ -154,7 +156,7 @@ def run_measure(args: argparse.Namespace) -> int:
                          interpreter_limit=args.interpreter_limit or DEFAULT_INTERPRETER_LIMIT,
                          ncu_args=point_args(args),
                          validation=load_json(args.require_validation, "--require-validation"),
-                         builds=builds)
+                         builds=builds, required_targets=args.required_targets)
     except ValueError as err:  # build results that do not cover this point
         raise SystemExit(f"--require-build: {err}") from None
     write_record(record, args.out)

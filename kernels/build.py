@@ -186,16 +186,23 @@ def build(points: list[Point], target_names: list[str], artifacts: Path,
             "variants": records}
 
 
-def build_failure(name: str, builds: list[dict] | None) -> str | None:
+def build_failure(name: str, builds: list[dict] | None,
+                  required_targets: list[str] | None = None) -> str | None:
     """Why the point ``name`` must be skipped: a variant it launches failed to build for one
-    of the targets in ``builds`` (results of ``build``). None if every variant built."""
+    of ``required_targets`` (default: all) in ``builds`` (results of ``build``). None if
+    every variant built."""
     for result in builds or []:
         if name not in result["points"]:
-            raise ValueError(f"point {name} is not in the build results for "
-                             f"{', '.join(result['targets'])}: rebuild them for this sweep")
+            raise ValueError(f"point {name} is not in these build results: rebuild them for "
+                             "this sweep")
+        missing = set(required_targets or []) - set(result["targets"])
+        if missing:
+            raise ValueError(f"no build for {', '.join(sorted(missing))} (built: "
+                             f"{', '.join(result['targets'])}): rebuild for the required targets")
         needed = set(result["points"][name])
         for record in result["variants"]:
-            if record["variant"] in needed and record["status"] != "ok":
+            if (record["variant"] in needed and record["status"] != "ok"
+                    and record["target"] in (required_targets or result["targets"])):
                 return (f"{record['kernel']} ({record['variant']}) does not build for "
                         f"{record['target']}: {record['reason']}")
     return None

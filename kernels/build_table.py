@@ -53,7 +53,8 @@ def rows(result: dict) -> list[dict]:
 
 
 def build_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
-    """One row per (variant, target); variants shared by several groups appear once."""
+    """One row per (variant, target); a variant built by several jobs (two lengths that
+    specialize alike, say) appears once."""
     records = [row for path in paths for row in rows(json.loads(Path(path).read_text()))]
     sass = [f"sass_{c}" for c in ("total", *INSTRUCTION_CLASSES)]
     frame = pd.DataFrame(records, columns=None if records else COLUMNS + sass)
@@ -66,6 +67,8 @@ def build_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     failed_early = frame["sass_total"].isna()  # compilation failed: no SASS at all
     frame[counts] = frame[counts].fillna(0).astype(int).astype(object)
     frame.loc[failed_early, counts] = None
+    if records:  # a variant built by several jobs: one row, counting all its points
+        frame["points"] = frame.groupby(["target", "variant"])["points"].transform("sum")
     frame = frame.drop_duplicates(subset=["target", "variant"])
     return frame.sort_values(["target", "kernel", "variant"]).reset_index(drop=True)
 

@@ -166,13 +166,14 @@ def validation_failure(results: list[dict] | None) -> str | None:
 def measure(point: model.Point, device: str, *, seed: int = 0,
             interpreter_limit: int = DEFAULT_INTERPRETER_LIMIT, use_ncu: bool = True,
             ncu_args: list[str] | None = None, validation: list[dict] | None = None,
-            builds: list[dict] | None = None) -> dict:
+            builds: list[dict] | None = None, required_targets: list[str] | None = None) -> dict:
     """Run one point and return its record; never raises for a point that cannot run.
     ``validation``: the implementation's validation results; a failed one skips the point.
-    ``builds``: build results for the targets the point must run on; a variant that failed
-    to build skips it."""
+    ``builds``: build results covering the point; a variant that failed to build for one of
+    ``required_targets`` (default: every target built) skips it."""
     record = base_record(point, device, seed)
-    reason = (build_failure(point_name(point), builds) or validation_failure(validation)
+    reason = (build_failure(point_name(point), builds, required_targets)
+              or validation_failure(validation)
               or skip_reason(point, device, interpreter_limit))
     if reason:
         return record | {"status": "skipped", "reason": reason}

@@ -31,5 +31,5 @@ def test_too_large_block_is_recorded_and_skipped(tmp_path):
     metrics = pd.read_csv(tmp_path / "results" / "metrics.csv")
     small = metrics[metrics["block_m"] == 16]
     assert list(small["status"]) == ["ok"]
-    kept = tmp_path / "results" / "build" / "triton_flash_float16_bm128-bn64" / "sm_90"
+    kept = tmp_path / "results" / "build" / "triton_flash_float16_bm128-bn64" / "T16-d256" / "sm_90"
     assert any(kept.glob("*.cubin"))  # it compiled; only the launch check failed

@@ -1,22 +1,22 @@
 rule build:
-    """Every Triton kernel variant of one implementation, dtype and block shape, compiled for
-    one GPU target (no GPU needed): resources, occupancy and SASS instruction mix per
-    variant, with PTX, cubin and SASS kept beside the record."""
+    """The Triton kernel variants of one implementation, dtype, block shape, T and d,
+    compiled for every build target (no GPU needed): resources, occupancy and SASS
+    instruction mix per variant, with PTX, cubin and SASS kept beside the record."""
     output:
-        json=f"{RESULTS}/build/{{impl}}_{{dtype}}_{{blocks}}/{{target}}.json",
-        artifacts=directory(f"{RESULTS}/build/{{impl}}_{{dtype}}_{{blocks}}/{{target}}"),
+        json=f"{RESULTS}/build/{{impl}}_{{dtype}}_{{blocks}}/T{{tokens}}-d{{head_dim}}.json",
+        artifacts=directory(f"{RESULTS}/build/{{impl}}_{{dtype}}_{{blocks}}/T{{tokens}}-d{{head_dim}}"),
     log:
-        f"{RESULTS}/logs/build/{{impl}}_{{dtype}}_{{blocks}}/{{target}}.log",
+        f"{RESULTS}/logs/build/{{impl}}_{{dtype}}_{{blocks}}/T{{tokens}}-d{{head_dim}}.log",
     params:
-        points=lambda wc: " ".join(build_group_points(wc)),
-        artifacts=lambda wc: f"{RESULTS}/build/{wc.impl}_{wc.dtype}_{wc.blocks}",
+        points=lambda wc: " ".join(build_points(wc)),
+        targets=" ".join(BUILD_TARGETS),
     resources:
         runtime=60,
     conda:
         "../../envs/attnio.yaml"
     shell:
-        "python -m kernels build --target {wildcards.target} --point {params.points} "
-        "--artifacts {params.artifacts} --out {output.json} > {log} 2>&1"
+        "python -m kernels build --target {params.targets} --point {params.points} "
+        "--artifacts {output.artifacts} --out {output.json} > {log} 2>&1"
 
 
 rule build_table:

@@ -21,14 +21,24 @@ POINT_FILES = [f"{RESULTS}/points/{attnio_sweep.point_name(p)}.json" for p in PO
 VALIDATIONS = sorted({attnio_sweep.validation_name(p) for p in POINTS})
 VALIDATION_FILES = [f"{RESULTS}/validate/{v}.json" for v in VALIDATIONS]
 # Build: every Triton variant for the configured targets, plus the local GPU's on a GPU
-# machine (which also fills Triton's cache before anything is timed). A point is skipped when
-# a kernel it launches cannot build for the target it runs on: the local GPU; on a CPU the
-# interpreter stands in for every configured target, so a failure on any of them skips it.
+# machine (which also fills Triton's cache before anything is timed). One job per
+# implementation, dtype, blocks, T and d, so that adding a T or a d builds only its own
+# variants and leaves every existing point up to date. A point is skipped when a kernel it
+# launches cannot build for the target it runs on: the local GPU; on a CPU the interpreter
+# stands in for every configured target, so a failure on any of them skips it.
 LOCAL_TARGET = attnio_devices.local_target() if ON_GPU else None
 BUILD_TARGETS = list(dict.fromkeys(config["build"]["targets"] + ([LOCAL_TARGET] if ON_GPU else [])))
 REQUIRED_TARGETS = [LOCAL_TARGET] if ON_GPU else BUILD_TARGETS
-BUILD_GROUPS = [v for v in VALIDATIONS if v.startswith("triton_")]
-BUILD_FILES = [f"{RESULTS}/build/{g}/{t}.json" for g in BUILD_GROUPS for t in BUILD_TARGETS]
+BUILD_PATTERN = "{validation}/T{tokens}-d{head_dim}"
+
+
+def build_name(point):
+    return BUILD_PATTERN.format(validation=attnio_sweep.validation_name(point),
+                                tokens=point.tokens, head_dim=point.head_dim)
+
+
+BUILD_FILES = sorted({f"{RESULTS}/build/{build_name(p)}.json" for p in POINTS
+                      if p.impl in TRITON_IMPLEMENTATIONS}) if BUILD_TARGETS else []
 # Records are gathered per (impl, dtype) first: Snakemake hashes a job's whole input list
 # once per upstream job, so one job over thousands of files would be slow to plan.
 GROUPS = sorted({(p.impl, p.dtype) for p in POINTS})
@@ -51,20 +61,18 @@ wildcard_constraints:
     target=r"sm_\d+",
 
 
-def build_group_points(wildcards):
-    """Names of the points a build job compiles for: its implementation, dtype and blocks."""
-    group = f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}"
-    return [attnio_sweep.point_name(p) for p in POINTS if attnio_sweep.validation_name(p) == group]
+def build_points(wildcards):
+    """Names of the points one build job compiles for."""
+    return [attnio_sweep.point_name(p) for p in POINTS
+            if attnio_sweep.validation_name(p) == f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}"
+            and p.tokens == int(wildcards.tokens) and p.head_dim == int(wildcards.head_dim)]
 
 
-def builds_of(wildcards, targets):
-    """The build results a validation or point depends on (none for the torch paths).
-    ancient(): a group is rebuilt whenever its point list grows (a new T), which must not make
-    every existing point of the group look out of date; a new target still reruns them."""
-    if wildcards.impl not in TRITON_IMPLEMENTATIONS:
+def builds_of_point(wildcards):
+    """The build result a point depends on (none for the torch paths or without targets)."""
+    if wildcards.impl not in TRITON_IMPLEMENTATIONS or not BUILD_TARGETS:
         return []
-    group = f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}"
-    return [ancient(f"{RESULTS}/build/{group}/{t}.json") for t in targets]
+    return [f"{RESULTS}/build/{build_name(attnio_sweep.point_from_wildcards(wildcards))}.json"]
 
 
 def times_on_this_machine(impl):

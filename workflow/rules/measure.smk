@@ -2,7 +2,7 @@ rule measure:
     """One sweep point → one JSON record (ok, skipped with its reason, or failed)."""
     input:
         validation=lambda wc: f"{RESULTS}/validate/{attnio_sweep.validation_name(point_of(wc))}.json",
-        builds=lambda wc: builds_of(wc, REQUIRED_TARGETS),
+        builds=builds_of_point,
     output:
         f"{RESULTS}/points/{{impl}}/{{dtype}}/B{{batch}}-H{{heads}}-T{{tokens}}-d{{head_dim}}-{{mask}}-{{blocks}}.json",
     log:
@@ -13,7 +13,8 @@ rule measure:
         seed=config["seed"],
         limit=config["interpreter_limit"],
         ncu="" if config["ncu"] else "--no-ncu",
-        builds=lambda wc, input: f"--require-build {' '.join(input.builds)}" if input.builds else "",
+        builds=lambda wc, input: (f"--require-build {input.builds} --required-targets "
+                                  f"{' '.join(REQUIRED_TARGETS)}" if input.builds else ""),
     resources:
         gpu=1 if ON_GPU else 0,
         bench=lambda wc: times_on_this_machine(wc.impl),

@@ -1,9 +1,7 @@
 rule validate:
     """One implementation in one dtype (and block shape) against the float64 definition.
     The verdicts are written even when one is unexpected; the points of an implementation
-    that failed are then recorded as skipped, never measured. Runs after the build."""
-    input:
-        builds=lambda wc: builds_of(wc, BUILD_TARGETS),
+    that failed are then recorded as skipped, never measured."""
     output:
         f"{RESULTS}/validate/{{impl}}_{{dtype}}_{{blocks}}.json",
     log:
