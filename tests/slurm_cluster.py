@@ -129,3 +129,15 @@ def cluster(folder: Path):
         _stop(slurmd)
         _stop(ctld)
         _stop(munge)
+        forget_cached_config(folder)
+
+
+CONFIGLESS_LINK = Path("/run/slurm/conf")
+
+
+def forget_cached_config(folder: Path) -> None:
+    """Configless slurmd points /run/slurm/conf at its cache. Left behind, every later SLURM
+    client — the Snakemake SLURM plugin runs ``scontrol show config`` when it loads — keeps
+    retrying the stopped controller for about 9 s."""
+    if CONFIGLESS_LINK.is_symlink() and str(folder) in os.readlink(CONFIGLESS_LINK):
+        CONFIGLESS_LINK.unlink()

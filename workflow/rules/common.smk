@@ -37,8 +37,11 @@ def build_name(point):
                                 tokens=point.tokens, head_dim=point.head_dim)
 
 
-BUILD_FILES = sorted({f"{RESULTS}/build/{build_name(p)}.json" for p in POINTS
-                      if p.impl in TRITON_IMPLEMENTATIONS}) if BUILD_TARGETS else []
+BUILD_POINTS = {}  # build job name → the points it compiles for
+for _point in POINTS if BUILD_TARGETS else []:
+    if _point.impl in TRITON_IMPLEMENTATIONS:
+        BUILD_POINTS.setdefault(build_name(_point), []).append(attnio_sweep.point_name(_point))
+BUILD_FILES = [f"{RESULTS}/build/{name}.json" for name in sorted(BUILD_POINTS)]
 # Records are gathered per (impl, dtype) first: Snakemake hashes a job's whole input list
 # once per upstream job, so one job over thousands of files would be slow to plan.
 GROUPS = sorted({(p.impl, p.dtype) for p in POINTS})
@@ -63,9 +66,9 @@ wildcard_constraints:
 
 def build_points(wildcards):
     """Names of the points one build job compiles for."""
-    return [attnio_sweep.point_name(p) for p in POINTS
-            if attnio_sweep.validation_name(p) == f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}"
-            and p.tokens == int(wildcards.tokens) and p.head_dim == int(wildcards.head_dim)]
+    return BUILD_POINTS[BUILD_PATTERN.format(
+        validation=f"{wildcards.impl}_{wildcards.dtype}_{wildcards.blocks}",
+        tokens=wildcards.tokens, head_dim=wildcards.head_dim)]
 
 
 def builds_of_point(wildcards):
