@@ -80,7 +80,9 @@ def test_interrupted_run_resumes(tmp_path):
     import signal
 
     small = tmp_path / "small.yaml"
-    small.write_text(yaml.safe_dump({"sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40, 100]}}))
+    # no build targets: this test is about interruption, and one core compiling would slow it
+    small.write_text(yaml.safe_dump({"build": {"targets": []},
+                                     "sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40, 100]}}))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
                "--directory", str(tmp_path), "--cores", "1",
                "collect",  # the tables are enough here; the reports have tests of their own
