@@ -220,13 +220,12 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def local_target() -> str:
-    import torch
-
     from kernels.devices import local_target as target_of_this_gpu
 
-    if not torch.cuda.is_available():
+    target = target_of_this_gpu()
+    if target is None:
         raise ValueError("--target local: torch sees no GPU on this machine; name targets as sm_NN")
-    return target_of_this_gpu()
+    return target
 
 
 def print_build_record(record: dict) -> None:

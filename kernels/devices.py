@@ -26,9 +26,12 @@ def resolve(name: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def local_target() -> str:
-    """The local GPU as a build target (sm_90 on an H100 or H200); needs torch to see it."""
+def local_target() -> str | None:
+    """The local GPU as a build target (sm_90 on an H100 or H200); None when torch sees no GPU
+    (``device: cuda`` asked for on a machine without one: its points are recorded as skipped)."""
     import torch
 
+    if not torch.cuda.is_available():
+        return None
     major, minor = torch.cuda.get_device_capability()
     return f"sm_{major}{minor}"

@@ -27,8 +27,8 @@ VALIDATION_FILES = [f"{RESULTS}/validate/{v}.json" for v in VALIDATIONS]
 # launches cannot build for the target it runs on: the local GPU; on a CPU the interpreter
 # stands in for every configured target, so a failure on any of them skips it.
 LOCAL_TARGET = attnio_devices.local_target() if ON_GPU else None
-BUILD_TARGETS = list(dict.fromkeys(config["build"]["targets"] + ([LOCAL_TARGET] if ON_GPU else [])))
-REQUIRED_TARGETS = [LOCAL_TARGET] if ON_GPU else BUILD_TARGETS
+BUILD_TARGETS = list(dict.fromkeys(config["build"]["targets"] + ([LOCAL_TARGET] if LOCAL_TARGET else [])))
+REQUIRED_TARGETS = [LOCAL_TARGET] if LOCAL_TARGET else BUILD_TARGETS
 BUILD_PATTERN = "{validation}/T{tokens}-d{head_dim}"
 
 
