@@ -166,11 +166,11 @@ def build(points: list[Point], target_names: list[str], artifacts: Path,
     require_compiled_mode()
     launches: dict[str, Launch] = {}
     needs: dict[str, list[str]] = {}
-    probe = gpu_target(target_names[0]) if target_names else None
+    naming_target = gpu_target(target_names[0] if target_names else "sm_90")  # ids: any target
     for point in points:
         ids = []
         for launch in point_launches(point):
-            src, _ = specialize(launch, probe or gpu_target("sm_90"))
+            src, _ = specialize(launch, naming_target)
             vid = variant_id(describe(launch, src))
             launches.setdefault(vid, launch)
             ids.append(vid)
