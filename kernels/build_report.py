@@ -13,7 +13,8 @@ import pandas as pd
 KIB = 1024
 KERNEL_LABELS = {"scores_kernel": "naive: S = QKᵀ", "softmax_kernel": "naive: softmax",
                  "pv_kernel": "naive: O = PV"}
-FLAG_COLOURS = {"does not fit": "#f4b6b6", "spills": "#f7d9a8", "< 2 blocks/SM": "#fbeeb0"}
+FLAG_COLOURS = {"does not fit": "#f4b6b6", "failed": "#f4b6b6", "spills": "#f7d9a8",
+                "< 2 blocks/SM": "#fbeeb0"}
 
 
 def kernel_label(row) -> str:
@@ -35,6 +36,19 @@ def shape_label(row) -> str:
             f"{mask}{unaligned}")
 
 
+def figure_labels(targets: pd.Series, kernels: pd.Series, shapes: pd.Series,
+                  ids: pd.Series) -> pd.Series:
+    """'kernel | shape' per row, with the variant id added where two variants of one target
+    would otherwise share a label (they differ in a specialization the label omits)."""
+    labels = kernels + " | " + shapes
+    repeated = pd.DataFrame({"t": targets, "l": labels}).duplicated(keep=False)
+    return labels.where(~repeated, labels + " (" + ids + ")")
+
+
+def short_id(variants: pd.Series) -> pd.Series:
+    return variants.str.rsplit("-", n=1).str[-1]
+
+
 def flags(row) -> str:
     found = []
     if row["status"] != "ok":
@@ -53,7 +67,7 @@ def resource_table(builds: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     table = pd.DataFrame({
         "target": builds["target"],
-        "id": builds["variant"].str.rsplit("-", n=1).str[-1],
+        "id": short_id(builds["variant"]),
         "kernel": builds.apply(kernel_label, axis=1),
         "variant": builds.apply(shape_label, axis=1),
         "warps": builds["num_warps"],
@@ -85,9 +99,8 @@ def resources_figure(table: pd.DataFrame):
     """Registers, shared memory and blocks per SM of every variant, one colour per target."""
     if table.empty:
         return None
-    frame = table.assign(label=table["kernel"] + " | " + table["variant"])
-    repeated = frame.duplicated(["target", "label"], keep=False)
-    frame.loc[repeated, "label"] += " (" + frame.loc[repeated, "id"] + ")"
+    frame = table.assign(label=figure_labels(table["target"], table["kernel"], table["variant"],
+                                             table["id"]))
     labels = sorted(frame["label"].unique())
     targets = sorted(frame["target"].unique())
     height = 0.8 / len(targets)
@@ -136,8 +149,8 @@ def instruction_figure(builds: pd.DataFrame):
     ok = builds[builds["status"] == "ok"]
     if ok.empty:
         return None
-    frame = ok.assign(label=ok.apply(kernel_label, axis=1) + " | " + ok.apply(shape_label, axis=1))
-    frame = frame.drop_duplicates(["target", "label"])
+    frame = ok.assign(label=figure_labels(ok["target"], ok.apply(kernel_label, axis=1),
+                                          ok.apply(shape_label, axis=1), short_id(ok["variant"])))
     targets = sorted(frame["target"].unique())
     labels = sorted(frame["label"].unique())
     fig, axes = plt.subplots(1, len(targets), figsize=(6.5 * len(targets), 0.45 * len(labels) + 1.8),
@@ -186,5 +199,5 @@ def summary(builds: pd.DataFrame) -> str:
         lines.append(f"  - {row.target} {kernel_label(row._asdict())} "
                      f"({shape_label(row._asdict())}): {row.reason}")
     total = builds["compile_s"].sum()
-    return ("\n".join(lines) + f"\n\nCompiling all of them took {total:.1f} s "
-            f"(sum over variants, one process per group and target).")
+    return ("\n".join(lines) + f"\n\nCompiling them took {total:.1f} s, counting each "
+            "variant once (one build job per implementation, dtype, blocks, T and d).")

@@ -60,7 +60,7 @@ def build_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     frame = pd.DataFrame(records, columns=None if records else COLUMNS + sass)
     for column in COLUMNS + sass:
         if column not in frame:
-            frame[column] = 0 if column.startswith("sass_") and records else None
+            frame[column] = None  # instruction counts: filled with 0 below
     widths = sorted(c for c in frame.columns if c.startswith("sass_") and c not in sass)
     frame = frame[COLUMNS + sass + widths]
     counts = sass + widths

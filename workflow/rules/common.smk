@@ -61,7 +61,6 @@ wildcard_constraints:
     head_dim=r"\d+",
     mask="causal|full",
     blocks=r"na|bm\d+-bn\d+",
-    target=r"sm_\d+",
 
 
 def build_points(wildcards):
