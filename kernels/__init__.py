@@ -1,15 +1,18 @@
 """attnio kernels: one interface over every attention implementation we measure.
 
 ``kernels.attention(q, k, v, impl=..., causal=...)`` runs one implementation on tensors of
-shape (B, H, T, d). Importing this package does not import triton, so a program can still
-choose the Triton mode (``kernels.runtime.set_interpret``) after ``import kernels``.
+shape (B, H, T, d). Importing this package imports neither torch nor triton, so a program can
+still choose the Triton mode (``kernels.impl.mode.set_interpret``) after ``import kernels``.
+
+Layers (imports run downwards only; ``make test`` checks them with import-linter):
+``cli`` → ``measure`` | ``build`` → ``impl`` → ``study`` → ``io`` | ``spec``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernels.names import IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
+from kernels.spec import IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
 if TYPE_CHECKING:
     import torch
@@ -18,10 +21,17 @@ __all__ = ["IMPLEMENTATIONS", "TRITON_IMPLEMENTATIONS", "attention"]
 
 
 def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, impl: str, causal: bool,
-    block_m: int | None = None, block_n: int | None = None, **options,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    impl: str,
+    causal: bool,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    **options,
 ) -> torch.Tensor:
-    """Attention by implementation ``impl`` (see ``kernels.registry.attention``)."""
-    from kernels.registry import attention as run
+    """Attention by implementation ``impl`` (see ``kernels.impl.registry.attention``)."""
+    from kernels.impl.registry import attention as run
 
     return run(q, k, v, impl=impl, causal=causal, block_m=block_m, block_n=block_n, **options)

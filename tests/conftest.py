@@ -15,7 +15,27 @@ def study(tmp_path_factory):
     from workflow_run import ROOT, snakemake
 
     workdir = tmp_path_factory.mktemp("study")
-    done = snakemake(workdir, "--cores", "2", "--configfile", str(ROOT / "config" / "config.yaml"),
-                     str(ROOT / "config" / "presets" / "ci.yaml"))
+    done = snakemake(
+        workdir,
+        "--cores",
+        "2",
+        "--configfile",
+        str(ROOT / "config" / "config.yaml"),
+        str(ROOT / "config" / "presets" / "ci.yaml"),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return workdir
+
+
+@pytest.fixture(scope="session")
+def no_torch(tmp_path_factory) -> dict:
+    """An environment for subprocesses in which importing torch or triton fails."""
+    from workflow_run import env
+
+    fake = tmp_path_factory.mktemp("no-torch")
+    for name in ("torch", "triton"):
+        (fake / name).mkdir()
+        (fake / name / "__init__.py").write_text(
+            f"raise ImportError('{name} is not available in this test')\n"
+        )
+    return env() | {"PYTHONPATH": str(fake)}

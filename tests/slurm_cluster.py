@@ -37,8 +37,11 @@ def start_munge() -> subprocess.Popen | None:
     for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
         Path(folder).mkdir(parents=True, exist_ok=True)
         shutil.chown(folder, "munge", "munge")
-    proc = subprocess.Popen(["runuser", "-u", "munge", "--", shutil.which("munged"), "--foreground"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["runuser", "-u", "munge", "--", shutil.which("munged"), "--foreground"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 20
     while not MUNGE_SOCKET.exists() and time.time() < deadline:
         time.sleep(0.1)
@@ -51,8 +54,11 @@ def write_config(folder: Path) -> tuple[Path, int]:
     node = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True)
     # Declare 4 CPUs on the 2-core machine: the test's jobs mostly wait (start-up, status
     # polling), so letting four run at once shortens the test without changing what it checks.
-    node_line = re.sub(r"CPUs=\d+ Boards=\d+ SocketsPerBoard=\d+ CoresPerSocket=\d+ ThreadsPerCore=\d+",
-                       "CPUs=4", node.stdout.splitlines()[0])
+    node_line = re.sub(
+        r"CPUs=\d+ Boards=\d+ SocketsPerBoard=\d+ CoresPerSocket=\d+ ThreadsPerCore=\d+",
+        "CPUs=4",
+        node.stdout.splitlines()[0],
+    )
     (folder / "state").mkdir()
     (folder / "spool").mkdir()
     conf = folder / "slurm.conf"
@@ -112,8 +118,9 @@ def cluster(folder: Path):
         ctld = subprocess.Popen(["slurmctld", "-D", "-i", "-f", str(conf)], env=env, **quiet)
         time.sleep(1)
         node_env = {k: v for k, v in env.items() if k != "SLURM_CONF"}
-        slurmd = subprocess.Popen(["slurmd", "-D", "--conf-server", f"127.0.0.1:{ctld_port}"],
-                                  env=node_env, **quiet)
+        slurmd = subprocess.Popen(
+            ["slurmd", "-D", "--conf-server", f"127.0.0.1:{ctld_port}"], env=node_env, **quiet
+        )
         deadline = time.time() + 60
         while time.time() < deadline:
             state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=env)
@@ -122,8 +129,9 @@ def cluster(folder: Path):
             time.sleep(0.5)
         else:
             log = (folder / "slurmctld.log").read_text() if (folder / "slurmctld.log").exists() else ""
-            raise RuntimeError(f"the SLURM node never became idle: {state.stdout} {state.stderr} "
-                               f"{log[-2000:]}")
+            raise RuntimeError(
+                f"the SLURM node never became idle: {state.stdout} {state.stderr} {log[-2000:]}"
+            )
         yield env
     finally:
         _stop(slurmd)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import sweep, targets
-from kernels.sass import instruction_mix, width_bits
+from kernels.build import targets
+from kernels.build.sass import instruction_mix, width_bits
+from kernels.study.point import Point
 
 TRITON = Path(importlib.util.find_spec("triton").origin).parent
 CUOBJDUMP = TRITON / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -23,14 +24,25 @@ TOO_BIG = "triton_flash/float16/B1-H1-T64-d256-full-bm128-bn64"  # 208 KiB of sh
 
 
 def kernels_cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "kernels", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "kernels", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def build(tmp: Path, *points: str) -> dict:
     out = tmp / "build.json"
-    done = kernels_cli("build", "--target", "sm_80", "sm_90", "--point", *points,
-                       "--out", str(out), "--artifacts", str(tmp / "artifacts"))
+    done = kernels_cli(
+        "build",
+        "--target",
+        "sm_80",
+        "sm_90",
+        "--point",
+        *points,
+        "--out",
+        str(out),
+        "--artifacts",
+        str(tmp / "artifacts"),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -64,8 +76,9 @@ def test_small_kernels_build_for_both_targets_in_seconds(built):
 
 
 def resource_usage_by_hand(cubin: str) -> dict:
-    text = subprocess.run([str(CUOBJDUMP), "--dump-resource-usage", cubin], capture_output=True,
-                          text=True, check=True).stdout
+    text = subprocess.run(
+        [str(CUOBJDUMP), "--dump-resource-usage", cubin], capture_output=True, text=True, check=True
+    ).stdout
     return {key: int(value) for key, value in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text)}
 
 
@@ -118,37 +131,63 @@ def test_a_block_too_large_is_recorded_and_its_point_skipped(tmp_path):
         assert "shared memory" in record["reason"]
         limit = targets.TARGETS[record["target"]].max_shared_per_block
         assert record["shared_bytes"] > limit and f"{limit:,}" in record["reason"]
-    point = sweep.point_from_name(TOO_BIG)
+    point = Point.from_name(TOO_BIG)
     out = tmp_path / "point.json"
-    done = kernels_cli("measure", *sweep.cli_args(point), "--device", "cpu",
-                       "--require-build", str(tmp_path / "build.json"), "--out", str(out))
+    done = kernels_cli(
+        "measure",
+        *point.cli_args(),
+        "--device",
+        "cpu",
+        "--require-build",
+        str(tmp_path / "build.json"),
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(out.read_text())
     assert record["status"] == "skipped"
     assert "does not build for sm_80" in record["reason"] and "shared memory" in record["reason"]
 
-    other = sweep.point_from_name(TOO_BIG.replace("-full-", "-causal-"))
-    done = kernels_cli("measure", *sweep.cli_args(other), "--device", "cpu",
-                       "--require-build", str(tmp_path / "build.json"), "--out", str(out))
+    other = Point.from_name(TOO_BIG.replace("-full-", "-causal-"))
+    done = kernels_cli(
+        "measure",
+        *other.cli_args(),
+        "--device",
+        "cpu",
+        "--require-build",
+        str(tmp_path / "build.json"),
+        "--out",
+        str(out),
+    )
     assert done.returncode != 0 and "--require-build" in done.stderr and "rebuild" in done.stderr
 
 
 def test_build_refuses_bad_targets_and_points(tmp_path):
-    done = kernels_cli("build", "--target", "sm90", "--point", SMALL, "--out", str(tmp_path / "b"),
-                       "--artifacts", str(tmp_path))
+    done = kernels_cli(
+        "build",
+        "--target",
+        "sm90",
+        "--point",
+        SMALL,
+        "--out",
+        str(tmp_path / "b"),
+        "--artifacts",
+        str(tmp_path),
+    )
     assert done.returncode != 0 and "target='sm90'" in done.stderr
-    done = kernels_cli("build", "--point", "triton_flash/T100", "--out", str(tmp_path / "b"),
-                       "--artifacts", str(tmp_path))
+    done = kernels_cli(
+        "build", "--point", "triton_flash/T100", "--out", str(tmp_path / "b"), "--artifacts", str(tmp_path)
+    )
     assert done.returncode != 0 and "does not read as" in done.stderr
     assert not (tmp_path / "b").exists()
 
 
 def test_planned_launches_are_the_ones_the_implementation_makes():
     """Meta tensors plan the same launches (kernels, grids, scalars, options) as real ones."""
-    from kernels import triton_naive
-    from kernels.variants import point_launches
+    from kernels.build.variants import point_launches
+    from kernels.impl.triton import naive as triton_naive
 
-    point = sweep.point_from_name(SMALL)
+    point = Point.from_name(SMALL)
     planned = point_launches(point)
     q, k, v = (torch.randn(1, 2, 100, 16, dtype=torch.float16) for _ in range(3))
     s, p = triton_naive.sp_tensors(q)
@@ -156,9 +195,9 @@ def test_planned_launches_are_the_ones_the_implementation_makes():
     assert [x.name for x in planned] == ["scores_kernel", "softmax_kernel", "pv_kernel"]
     for a, b in zip(planned, real, strict=True):
         assert a.grid == b.grid and a.options == b.options
-        assert [(t.shape, t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t
-                for t in a.args] == [(t.shape, t.stride(), t.dtype) if isinstance(t, torch.Tensor)
-                                     else t for t in b.args]
+        assert [(t.shape, t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t for t in a.args] == [
+            (t.shape, t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t for t in b.args
+        ]
 
 
 def test_occupancy_by_hand():
@@ -171,8 +210,11 @@ def test_occupancy_by_hand():
     assert targets.occupancy(h100, 32, 4, 100 * 1024)["blocks_per_sm"] == 2
     # 8 warps of 16 registers: threads allow 2048 / 256 = 8 blocks
     assert targets.occupancy(h100, 16, 8, 0) == {
-        "blocks_per_sm": 8, "occupancy_limited_by": "threads", "warps_per_sm": 64,
-        "occupancy": 1.0}
+        "blocks_per_sm": 8,
+        "occupancy_limited_by": "threads",
+        "warps_per_sm": 64,
+        "occupancy": 1.0,
+    }
     # registers round up per warp in units of 256: 33 regs → 1,280 per warp
     assert targets.occupancy(h100, 33, 4, 0)["blocks_per_sm"] == 65536 // (1280 * 4)
     assert targets.shared_memory_problem(a100, 166_912) is None
@@ -182,8 +224,9 @@ def test_occupancy_by_hand():
 def test_instruction_widths():
     assert width_bits("LDG.E.128") == 128 and width_bits("STG.E.U16") == 16
     assert width_bits("LDS") == 32 and width_bits("LDGSTS.E.BYPASS.LTC128B.128") == 128
-    sass = ("        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\n"
-            "        /*0020*/              @!P0 STG.E.U16 desc[UR4][R2.64], R5 ;\n"
-            "        /*0030*/                   HGMMA.64x64x16.F32 R24, gdesc[UR4], R24 ;\n")
-    assert instruction_mix(sass) == {"total": 3, "HGMMA": 1, "LDG": 1, "LDG.128": 1, "STG": 1,
-                                     "STG.16": 1}
+    sass = (
+        "        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\n"
+        "        /*0020*/              @!P0 STG.E.U16 desc[UR4][R2.64], R5 ;\n"
+        "        /*0030*/                   HGMMA.64x64x16.F32 R24, gdesc[UR4], R24 ;\n"
+    )
+    assert instruction_mix(sass) == {"total": 3, "HGMMA": 1, "LDG": 1, "LDG.128": 1, "STG": 1, "STG.16": 1}

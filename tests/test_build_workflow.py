@@ -12,12 +12,28 @@ POINT = "results/points/triton_flash/float16/B1-H1-T16-d256-full-bm128-bn64.json
 
 
 def test_too_large_block_is_recorded_and_skipped(tmp_path):
-    config = {"device": "cpu", "sweep": {
-        "impls": ["triton_flash"], "tokens": [16], "head_dim": [256], "dtype": ["float16"],
-        "causal": [False], "blocks": [[128, 64], [16, 16]]}}
+    config = {
+        "device": "cpu",
+        "sweep": {
+            "impls": ["triton_flash"],
+            "tokens": [16],
+            "head_dim": [256],
+            "dtype": ["float16"],
+            "causal": [False],
+            "blocks": [[128, 64], [16, 16]],
+        },
+    }
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(config))
-    done = snakemake(tmp_path, "results/metrics.csv", "results/build.csv", "--cores", "2",
-                     "--configfile", DEFAULT, str(tmp_path / "big.yaml"))
+    done = snakemake(
+        tmp_path,
+        "results/metrics.csv",
+        "results/build.csv",
+        "--cores",
+        "2",
+        "--configfile",
+        DEFAULT,
+        str(tmp_path / "big.yaml"),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     builds = pd.read_csv(tmp_path / "results" / "build.csv")
     big = builds[builds["block_m"] == 128]

@@ -8,9 +8,9 @@ import torch
 from helpers import attention_float64, max_abs
 
 import kernels
-from kernels.checks import HEAD_DIMS
-from kernels.inputs import make_qkv
-from kernels.reference import torch_naive
+from kernels.impl.inputs import make_qkv
+from kernels.impl.reference import torch_naive
+from kernels.spec import HEAD_DIMS
 
 EXACT_IMPLS = ("reference", "sdpa", "triton_naive", "triton_flash")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

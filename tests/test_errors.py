@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import kernels
-from kernels.inputs import make_qkv
+from kernels.impl.inputs import make_qkv
 
 
 def qkv(T=8, d=16, dtype=torch.float16):
@@ -16,8 +16,14 @@ def call(q, k, v, impl="triton_flash", **kw):
 
 
 def test_names():
-    assert kernels.IMPLEMENTATIONS == ("reference", "torch_naive", "sdpa", "triton_naive",
-                                       "triton_tile_softmax", "triton_flash")
+    assert kernels.IMPLEMENTATIONS == (
+        "reference",
+        "torch_naive",
+        "sdpa",
+        "triton_naive",
+        "triton_tile_softmax",
+        "triton_flash",
+    )
 
 
 @pytest.mark.parametrize("impl", kernels.IMPLEMENTATIONS)

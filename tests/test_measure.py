@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from kernels.measure import measure
-from kernels.model import Point
-from kernels.records import validate_record, write_record
+from kernels.io.records import validate_record, write_record
+from kernels.measure.run import measure
+from kernels.study.point import Point
 
 
 def test_peak_memory_shows_materialized_matrices():
@@ -49,8 +49,9 @@ def test_impossible_point_is_skipped_quickly(impl):
 
 
 def test_interpreter_limit_and_missing_gpu():
-    record = measure(Point("triton_flash", 1, 1, 600, 64, "float16", False), "cpu",
-                     interpreter_limit=500 * 500)
+    record = measure(
+        Point("triton_flash", 1, 1, 600, 64, "float16", False), "cpu", interpreter_limit=500 * 500
+    )
     assert record["status"] == "skipped" and "too large for the interpreter" in record["reason"]
     import torch
 
@@ -71,16 +72,40 @@ def test_schema_rejects_a_broken_record(tmp_path):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "kernels", "measure", *args],
-                          capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "ATTNIO_INTERPRET"})
+    return subprocess.run(
+        [sys.executable, "-m", "kernels", "measure", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "ATTNIO_INTERPRET"},
+    )
 
 
 def test_cli_writes_a_valid_record(tmp_path):
     out = tmp_path / "sub" / "point.json"
-    res = cli("--impl", "triton_flash", "--batch", "2", "--heads", "1", "--tokens", "50",
-              "--head-dim", "16", "--dtype", "bfloat16", "--causal", "--block-m", "16",
-              "--block-n", "32", "--device", "cpu", "--out", str(out))
+    res = cli(
+        "--impl",
+        "triton_flash",
+        "--batch",
+        "2",
+        "--heads",
+        "1",
+        "--tokens",
+        "50",
+        "--head-dim",
+        "16",
+        "--dtype",
+        "bfloat16",
+        "--causal",
+        "--block-m",
+        "16",
+        "--block-n",
+        "32",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    )
     assert res.returncode == 0, res.stderr
     record = json.loads(out.read_text())
     validate_record(record)
@@ -89,12 +114,15 @@ def test_cli_writes_a_valid_record(tmp_path):
     assert [p.name for p in out.parent.iterdir()] == ["point.json"]  # no temporary left
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--tokens", "-3"], "argument --tokens: -3 must be at least 1"),
-    (["--head-dim", "40"], "argument --head-dim: invalid choice: 40"),
-    (["--dtype", "float64"], "argument --dtype: invalid choice: 'float64'"),
-    (["--block-m", "32", "--impl", "sdpa"], "--block-m applies to the Triton implementations only"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--tokens", "-3"], "argument --tokens: -3 must be at least 1"),
+        (["--head-dim", "40"], "argument --head-dim: invalid choice: 40"),
+        (["--dtype", "float64"], "argument --dtype: invalid choice: 'float64'"),
+        (["--block-m", "32", "--impl", "sdpa"], "--block-m applies to the Triton implementations only"),
+    ],
+)
 def test_cli_names_bad_arguments(tmp_path, args, message):
     base = {"--impl": "triton_flash", "--tokens": "8", "--head-dim": "16", "--dtype": "float16"}
     for flag, value in zip(args[::2], args[1::2], strict=True):

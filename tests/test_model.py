@@ -2,7 +2,8 @@
 
 import pytest
 
-from kernels.model import Point, flops, matrix_bytes, summarize, transfers
+from kernels.study.cost import flops, matrix_bytes, summarize, transfers
+from kernels.study.point import Point
 
 MIB = 1_048_576
 
@@ -11,8 +12,10 @@ def test_seed_matrix_sizes():
     """T = 4,096 at 2 bytes → 32 MiB per matrix; T = 8,192 → 128 MiB; doubling T quadruples."""
     assert matrix_bytes(Point("triton_naive", 1, 1, 4096, 128, "float16", True)) == 32 * MIB
     assert matrix_bytes(Point("torch_naive", 1, 1, 8192, 64, "bfloat16", False)) == 128 * MIB
-    assert matrix_bytes(Point("triton_naive", 2, 3, 1000, 64, "float16", False,
-                              sp_dtype="float32")) == 6 * 1000 * 1000 * 4
+    assert (
+        matrix_bytes(Point("triton_naive", 2, 3, 1000, 64, "float16", False, sp_dtype="float32"))
+        == 6 * 1000 * 1000 * 4
+    )
     assert matrix_bytes(Point("triton_flash", 1, 1, 8192, 64, "float16", False)) == 0
     assert matrix_bytes(Point("sdpa", 1, 1, 8192, 64, "float16", False)) == 0
 
@@ -25,12 +28,20 @@ def test_flops_convention():
 def test_fused_as_issued_by_hand():
     """T = 100, BLOCK_M = 64, BLOCK_N = 32, causal, d = 16, 2 bytes: query block 0 streams
     keys 0..63 (2 tiles), block 1 keys 0..99 (4 tiles, the last 4 keys wide)."""
-    moved = {(t.tensor, t.op): t.as_issued for t in
-             transfers(Point("triton_flash", 1, 1, 100, 16, "float16", True, 64, 32))}
-    assert moved == {("Q", "load"): 100 * 32, ("K", "load"): (64 + 100) * 32,
-                     ("V", "load"): (64 + 100) * 32, ("O", "store"): 100 * 32}
-    full = {(t.tensor, t.op): t.as_issued for t in
-            transfers(Point("triton_flash", 1, 1, 100, 16, "float16", False, 64, 32))}
+    moved = {
+        (t.tensor, t.op): t.as_issued
+        for t in transfers(Point("triton_flash", 1, 1, 100, 16, "float16", True, 64, 32))
+    }
+    assert moved == {
+        ("Q", "load"): 100 * 32,
+        ("K", "load"): (64 + 100) * 32,
+        ("V", "load"): (64 + 100) * 32,
+        ("O", "store"): 100 * 32,
+    }
+    full = {
+        (t.tensor, t.op): t.as_issued
+        for t in transfers(Point("triton_flash", 1, 1, 100, 16, "float16", False, 64, 32))
+    }
     assert full[("K", "load")] == 2 * 100 * 32  # every key, once per query block
 
 
@@ -62,11 +73,14 @@ def test_compulsory_and_summary():
     assert torch_point["traffic_compulsory_bytes"] == s["traffic_compulsory_bytes"]
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("tokens", 0, "tokens=0: must be an integer of at least 1"),
-    ("dtype", "int8", "dtype='int8': allowed values are"),
-    ("impl", "flash9", "impl='flash9': allowed values"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("tokens", 0, "tokens=0: must be an integer of at least 1"),
+        ("dtype", "int8", "dtype='int8': allowed values are"),
+        ("impl", "flash9", "impl='flash9': allowed values"),
+    ],
+)
 def test_bad_points(field, value, message):
     args = dict(impl="sdpa", batch=1, heads=1, tokens=8, head_dim=16, dtype="float16", causal=False)
     args[field] = value

@@ -13,7 +13,7 @@ from workflow_run import ROOT, env
 pytestmark = pytest.mark.skipif(
     bool(missing_tools()) or os.geteuid() != 0,
     reason=f"SLURM is not installed here (missing: {', '.join(missing_tools())}) or not root; "
-           "install with: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge",
+    "install with: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge",
 )
 
 
@@ -25,22 +25,40 @@ def test_ci_preset_runs_through_slurm(tmp_path):
     with cluster(slurm_dir) as slurm_env:
         run_env = env() | {"SLURM_CONF": slurm_env["SLURM_CONF"]}
         command = [
-            sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-            "--directory", str(work), "--profile", str(ROOT / "profiles" / "slurm"),
-            "--configfile", str(ROOT / "config" / "config.yaml"),
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(work),
+            "--profile",
+            str(ROOT / "profiles" / "slurm"),
+            "--configfile",
+            str(ROOT / "config" / "config.yaml"),
             str(ROOT / "config" / "presets" / "ci.yaml"),
-            "--default-resources", "slurm_partition=debug", "runtime=10", "mem_mb=1000",
+            "--default-resources",
+            "slurm_partition=debug",
+            "runtime=10",
+            "mem_mb=1000",
             "cpus_per_task=1",
-            "--slurm-status-command", "squeue",
-            "--slurm-init-seconds-before-status-checks", "1",
-            "--seconds-between-status-checks", "1",
+            "--slurm-status-command",
+            "squeue",
+            "--slurm-init-seconds-before-status-checks",
+            "1",
+            "--seconds-between-status-checks",
+            "1",
             "collect",  # every SLURM job; the reports (local rules) are tested elsewhere
         ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=run_env,
-                              cwd=work)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=run_env, cwd=work)
         assert done.returncode == 0, done.stderr[-4000:]
-        queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j|%T"], capture_output=True,
-                               text=True, env=run_env, check=True).stdout.split()
+        queue = subprocess.run(
+            ["squeue", "-h", "-t", "all", "-o", "%j|%T"],
+            capture_output=True,
+            text=True,
+            env=run_env,
+            check=True,
+        ).stdout.split()
     states = [line.split("|")[1] for line in queue]
     # env, 6 builds (3 Triton groups × sm_80, sm_90), 5 validations, 20 points; gathering,
     # tables and reports run locally

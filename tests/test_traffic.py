@@ -6,16 +6,23 @@ import pytest
 import torch
 
 import kernels
-from kernels.inputs import make_qkv
-from kernels.model import Point, transfers
-from kernels.traffic import count_traffic
+from kernels.impl.inputs import make_qkv
+from kernels.measure.traffic import count_traffic
+from kernels.study.cost import transfers
+from kernels.study.point import Point
 
 GRID = [
     # impl, dtype, causal, T, (block_m, block_n), sp_dtype, max_row_block
-    *[(impl, "float16", causal, T, blocks, None, 16384) for impl, causal, T, blocks in
-      itertools.product(("triton_naive", "triton_flash", "triton_tile_softmax"), (False, True),
-                        (1, 45, 100), ((16, 32), (32, 16), (64, 64)))
-      if not (T == 1 and blocks != (16, 32))],
+    *[
+        (impl, "float16", causal, T, blocks, None, 16384)
+        for impl, causal, T, blocks in itertools.product(
+            ("triton_naive", "triton_flash", "triton_tile_softmax"),
+            (False, True),
+            (1, 45, 100),
+            ((16, 32), (32, 16), (64, 64)),
+        )
+        if not (T == 1 and blocks != (16, 32))
+    ],
     ("triton_naive", "bfloat16", True, 77, (32, 32), "float32", 16384),
     ("triton_naive", "float32", False, 77, (16, 16), None, 32),  # two-pass softmax
     ("triton_naive", "float16", True, 130, (32, 64), None, 64),
@@ -29,10 +36,8 @@ def test_counted_equals_model(impl, dtype, causal, T, blocks, sp_dtype, max_row_
     if impl == "triton_naive":
         options = {"sp_dtype": sp_dtype, "max_row_block": max_row_block}
     with count_traffic() as counter:
-        kernels.attention(q, k, v, impl=impl, causal=causal, block_m=blocks[0], block_n=blocks[1],
-                          **options)
-    point = Point(impl, 2, 1, T, 16, dtype, causal, *blocks, sp_dtype=sp_dtype,
-                  max_row_block=max_row_block)
+        kernels.attention(q, k, v, impl=impl, causal=causal, block_m=blocks[0], block_n=blocks[1], **options)
+    point = Point(impl, 2, 1, T, 16, dtype, causal, *blocks, sp_dtype=sp_dtype, max_row_block=max_row_block)
     modelled = {(t.kernel, t.tensor, t.op): t.as_issued for t in transfers(point)}
     assert counter.by_stage() == modelled
     expected = ["scores", "softmax", "pv"] if impl == "triton_naive" else ["attention_fwd"]

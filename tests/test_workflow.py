@@ -18,7 +18,8 @@ import pytest
 import yaml
 from workflow_run import ROOT, env, snakemake
 
-from kernels.model import Point, summarize
+from kernels.study.cost import summarize
+from kernels.study.point import Point
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
@@ -32,9 +33,17 @@ def test_table_has_exactly_the_points_asked_for(study):
     assert set(table["impl"]) == set(sweep["impls"]) and set(table["tokens"]) == set(sweep["tokens"])
     assert (table["status"] == "ok").all(), table[["impl", "status", "reason"]]
     for row in table.itertuples():
-        point = Point(row.impl, row.batch, row.heads, row.tokens, row.head_dim, row.dtype,
-                      bool(row.causal), None if pd.isna(row.block_m) else int(row.block_m),
-                      None if pd.isna(row.block_n) else int(row.block_n))
+        point = Point(
+            row.impl,
+            row.batch,
+            row.heads,
+            row.tokens,
+            row.head_dim,
+            row.dtype,
+            bool(row.causal),
+            None if pd.isna(row.block_m) else int(row.block_m),
+            None if pd.isna(row.block_n) else int(row.block_n),
+        )
         model = summarize(point)
         assert row.bytes_S == model["bytes_S"] and row.flops == model["flops"]
         if row.impl.startswith("triton_"):
@@ -81,14 +90,35 @@ def test_interrupted_run_resumes(tmp_path):
 
     small = tmp_path / "small.yaml"
     # no build targets: this test is about interruption, and one core compiling would slow it
-    small.write_text(yaml.safe_dump({"build": {"targets": []},
-                                     "sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40, 100]}}))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-               "--directory", str(tmp_path), "--cores", "1",
-               "collect",  # the tables are enough here; the reports have tests of their own
-               "--configfile", DEFAULT, CI, str(small)]
-    run = subprocess.Popen(command, env=env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+    small.write_text(
+        yaml.safe_dump(
+            {"build": {"targets": []}, "sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40, 100]}}
+        )
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--cores",
+        "1",
+        "collect",  # the tables are enough here; the reports have tests of their own
+        "--configfile",
+        DEFAULT,
+        CI,
+        str(small),
+    ]
+    run = subprocess.Popen(
+        command,
+        env=env(),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     points = tmp_path / "results" / "points"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(points.rglob("*.json"))) < 3:
@@ -96,23 +126,25 @@ def test_interrupted_run_resumes(tmp_path):
     os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     run.wait()
     assert not (tmp_path / "results" / "metrics.csv").exists()
-    resumed = subprocess.run(command, env=env(), cwd=tmp_path, capture_output=True, text=True,
-                             timeout=600)
+    resumed = subprocess.run(command, env=env(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     table = pd.read_csv(tmp_path / "results" / "metrics.csv")
     assert len(table) == 12 and (table["status"] == "ok").all()
     assert not list((tmp_path / "results").rglob("*.tmp"))
 
 
-@pytest.mark.parametrize("override, key", [
-    ({"sweep": {"tokens": [0, 64]}}, "tokens"),
-    ({"sweep": {"dtype": ["float8"]}}, "dtype"),
-    ({"sweep": {"impls": ["flash9"]}}, "impls"),
-    ({"sweep": {"head_dim": [48]}}, "head_dim"),
-    ({"sweep": {"tokens": "many"}}, "tokens"),
-    ({"sweep": {"tokenz": [64]}}, "tokenz"),
-    ({"device": "tpu"}, "device"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ({"sweep": {"tokens": [0, 64]}}, "tokens"),
+        ({"sweep": {"dtype": ["float8"]}}, "dtype"),
+        ({"sweep": {"impls": ["flash9"]}}, "impls"),
+        ({"sweep": {"head_dim": [48]}}, "head_dim"),
+        ({"sweep": {"tokens": "many"}}, "tokens"),
+        ({"sweep": {"tokenz": [64]}}, "tokenz"),
+        ({"device": "tpu"}, "device"),
+    ],
+)
 def test_bad_config_is_refused_before_any_job(tmp_path, override, key):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(override))
@@ -130,9 +162,15 @@ def test_lint_is_clean(tmp_path):
 
 
 def test_dry_run_of_5000_points_is_quick(tmp_path):
-    big = {"sweep": {"batch": [1, 2, 4, 8, 16], "heads": [1, 2, 4, 8, 16],
-                     "tokens": [64, 100, 128, 200, 256, 512, 1024, 2048, 4096, 8192],
-                     "head_dim": [64, 128], "causal": [True, False]}}
+    big = {
+        "sweep": {
+            "batch": [1, 2, 4, 8, 16],
+            "heads": [1, 2, 4, 8, 16],
+            "tokens": [64, 100, 128, 200, 256, 512, 1024, 2048, 4096, 8192],
+            "head_dim": [64, 128],
+            "causal": [True, False],
+        }
+    }
     config = tmp_path / "big.yaml"
     config.write_text(yaml.safe_dump(big))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -165,19 +203,33 @@ def test_conda_env_pins_agree_with_the_project():
 
 # --- the HTML reports, looked at as a person would ---------------------------------------
 
-REPORTS = ["storage", "traffic", "tile_softmax", "performance", "build"]
+REPORTS = sorted(path.stem for path in (ROOT / "reports").glob("*.ipynb"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-PROBE = ("<script>window.addEventListener('load', () => { const imgs = [...document.images];"
-         " document.title = 'IMAGES ' + imgs.length + ' ' +"
-         " imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>")
+PROBE = (
+    "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
+    " document.title = 'IMAGES ' + imgs.length + ' ' +"
+    " imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>"
+)
 
 
 def chromium(*args, user_dir):
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                           "--no-first-run", "--disable-background-networking",
-                           "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={user_dir}", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={user_dir}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_every_report_and_the_index_exist(study):
@@ -207,29 +259,56 @@ def test_renders_in_a_browser_with_every_image(study, name, tmp_path):
     expected = len(re.findall(r"<img ", page))
     probe = tmp_path / "probe.html"
     probe.write_text(page.replace("</body>", PROBE + "</body>"))
-    dom = chromium("--dump-dom", "--virtual-time-budget=10000", probe.as_uri(),
-                   user_dir=tmp_path / "profile-dom")
+    dom = chromium(
+        "--dump-dom", "--virtual-time-budget=10000", probe.as_uri(), user_dir=tmp_path / "profile-dom"
+    )
     title = re.search(r"<title>IMAGES (\d+) (\d+)</title>", dom.stdout)
     assert title, dom.stderr[-2000:]
     assert int(title.group(1)) == int(title.group(2)) == expected
     if name != "index":
         assert expected >= 2
     shot = tmp_path / "shot.png"
-    chromium(f"--screenshot={shot}", "--window-size=1200,2400", "--hide-scrollbars",
-             source.as_uri(), user_dir=tmp_path / "profile-shot")
+    chromium(
+        f"--screenshot={shot}",
+        "--window-size=1200,2400",
+        "--hide-scrollbars",
+        source.as_uri(),
+        user_dir=tmp_path / "profile-shot",
+    )
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
 
 
-def render(template, metrics, stages, env_json, out_dir):
+def render(template, parameters: dict, out_dir, environment=None):
+    """Execute a report template with papermill as the report rule does, then nbconvert."""
     notebook = out_dir / "out.ipynb"
-    done = subprocess.run([sys.executable, "-m", "papermill", str(template), str(notebook),
-                           "-k", "python3", "-p", "metrics", str(metrics), "-p", "stages",
-                           str(stages), "-p", "env", str(env_json)],
-                          capture_output=True, text=True, timeout=300, env=env(), cwd=out_dir)
+    flags = [arg for name, path in parameters.items() for arg in ("-p", name, str(path))]
+    done = subprocess.run(
+        [sys.executable, "-m", "papermill", str(template), str(notebook), "-k", "python3", *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment or env(),
+        cwd=out_dir,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    html = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html",
-                           "--no-input", "--stdout", str(notebook)], capture_output=True,
-                          text=True, timeout=300, env=env(), check=True).stdout
+    html = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "html",
+            "--no-input",
+            "--stdout",
+            str(notebook),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment or env(),
+        check=True,
+    ).stdout
     return nbformat.read(notebook, as_version=4), html
 
 
@@ -249,11 +328,54 @@ def test_reports_follow_the_data_and_are_deterministic(study, tmp_path):
     first_dir.mkdir()
     second_dir.mkdir()
     template = ROOT / "reports" / "storage.ipynb"
-    nb1, html1 = render(template, mine, results / "stages.csv", results / "env.json", first_dir)
-    _, html2 = render(template, mine, results / "stages.csv", results / "env.json", second_dir)
+    parameters = {
+        "metrics": mine,
+        "env": results / "env.json",
+        "sizes": results / "model" / "matrix_sizes.csv",
+    }
+    nb1, html1 = render(template, parameters, first_dir)
+    _, html2 = render(template, parameters, second_dir)
     assert images(html1) and images(html1) == images(html2)
-    assert "not every point ran" in html1 and "a test&#39;s own failure" in html1 or \
-        "a test's own failure" in html1
-    summary = next(c for c in nb1.cells if "run_summary" in c.source)
+    assert (
+        "not every point ran" in html1
+        and "a test&#39;s own failure" in html1
+        or "a test's own failure" in html1
+    )
+    summary = next(c for c in nb1.cells if "page.load(" in c.source)
     text = json.dumps(summary.outputs)
     assert f"{len(metrics)} points" in text and "1 failed" in text
+
+
+def test_reports_render_where_torch_cannot_be_imported(study, tmp_path, no_torch):
+    """The report stage only reads files: its rules rerun on the study's results, in an
+    environment where importing torch or triton fails, and give the same pages."""
+    results = tmp_path / "results"
+    shutil.copytree(study / "results", results)
+    for page in [*results.glob("reports/*"), results / "index.html"]:
+        page.unlink()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--cores",
+            "2",
+            "--configfile",
+            DEFAULT,
+            CI,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=no_torch,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = set(re.findall(r"^(?:local)?rule (\w+):", done.stdout + done.stderr, re.M))
+    assert ran == {"report_notebook", "report_html", "index", "all"}
+    for name in REPORTS:
+        assert images((results / "reports" / f"{name}.html").read_text()), name

@@ -15,7 +15,14 @@ def env() -> dict:
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-               "--directory", str(workdir), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env(),
-                          cwd=workdir)
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env(), cwd=workdir)

@@ -3,26 +3,29 @@ rule build:
     compiled for every build target (no GPU needed): resources, occupancy and SASS
     instruction mix per variant, with PTX, cubin and SASS kept beside the record."""
     output:
-        json=f"{RESULTS}/build/{{impl}}_{{dtype}}_{{blocks}}/T{{tokens}}-d{{head_dim}}.json",
-        artifacts=directory(f"{RESULTS}/build/{{impl}}_{{dtype}}_{{blocks}}/T{{tokens}}-d{{head_dim}}"),
+        json=f"{RESULTS}/build/{attnio_point.BUILD_PATTERN}.json",
+        artifacts=directory(f"{RESULTS}/build/{attnio_point.BUILD_PATTERN}"),
     log:
-        f"{RESULTS}/logs/build/{{impl}}_{{dtype}}_{{blocks}}/T{{tokens}}-d{{head_dim}}.log",
-    params:
-        points=lambda wc: " ".join(build_points(wc)),
-        targets=" ".join(BUILD_TARGETS),
-    resources:
-        runtime=60,
+        f"{RESULTS}/logs/build/{attnio_point.BUILD_PATTERN}.log",
     conda:
         "../../envs/attnio.yaml"
+    resources:
+        runtime=60,
+    params:
+        points=lambda wc: quoted(BUILD_JOBS[attnio_point.BUILD_PATTERN.format(**wc)]),
+        targets=quoted(BUILD_TARGETS),
     shell:
         "python -m kernels build --target {params.targets} --point {params.points} "
-        "--artifacts {output.artifacts} --out {output.json} > {log} 2>&1"
+        "--artifacts {output.artifacts:q} --out {output.json:q} > {log:q} 2>&1"
 
 
 rule build_table:
     """Every build record into results/build.csv: a row per kernel variant and target."""
     input:
-        BUILD_FILES,
+        [
+            output_of(rules.build.output.json, Point.from_name(names[0]))
+            for names in BUILD_JOBS.values()
+        ],
     output:
         f"{RESULTS}/build.csv",
     log:

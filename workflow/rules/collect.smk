@@ -4,6 +4,7 @@ localrules:
     gather,
     build_table,
     collect,
+    model,
     report_notebook,
     report_html,
     index,
@@ -13,7 +14,7 @@ rule gather:
     """The records of one implementation and dtype, each checked against the record
     schema, into one JSON-lines file."""
     input:
-        group_records,
+        lambda wc: [output_of(rules.measure.output[0], p) for p in GROUPS[(wc.impl, wc.dtype)]],
     output:
         f"{RESULTS}/gathered/{{impl}}_{{dtype}}.jsonl",
     log:
@@ -27,8 +28,7 @@ rule gather:
 rule collect:
     """Every record into one tidy table (a row per point) and a long table of stages."""
     input:
-        records=[f"{RESULTS}/gathered/{impl}_{dtype}.jsonl" for impl, dtype in GROUPS],
-        validation=VALIDATION_FILES,
+        records=[rules.gather.output[0].format(impl=impl, dtype=dtype) for impl, dtype in GROUPS],
         env=rules.env.output,
     output:
         parquet=f"{RESULTS}/metrics.parquet",
@@ -40,3 +40,20 @@ rule collect:
         "../../envs/attnio.yaml"
     script:
         "../scripts/collect.py"
+
+
+rule model:
+    """The cost model's own tables for the reports: S/P sizes against T, the fused kernel's
+    traffic against its block size for every swept case, and the seed's Figure 4 example."""
+    output:
+        sizes=f"{RESULTS}/model/matrix_sizes.csv",
+        block_traffic=f"{RESULTS}/model/block_traffic.csv",
+        example=f"{RESULTS}/model/softmax_example.json",
+    log:
+        f"{RESULTS}/logs/model.log",
+    conda:
+        "../../envs/attnio.yaml"
+    params:
+        sweep=config["sweep"],
+    script:
+        "../scripts/model.py"

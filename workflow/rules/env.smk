@@ -4,10 +4,10 @@ rule env:
         f"{RESULTS}/env.json",
     log:
         f"{RESULTS}/logs/env.log",
+    conda:
+        "../../envs/attnio.yaml"
     params:
         device=DEVICE,
         config=config,
-    conda:
-        "../../envs/attnio.yaml"
     script:
         "../scripts/env.py"

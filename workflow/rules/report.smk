@@ -1,33 +1,51 @@
+def report_inputs(wildcards):
+    """The results files a report reads, by the name of its notebook parameter."""
+    common = {
+        "metrics": rules.collect.output.parquet,
+        "env": rules.env.output[0],
+    }
+    own = {
+        "build": {"builds": rules.build_table.output[0]},
+        "storage": common | {"sizes": rules.model.output.sizes},
+        "traffic": common
+        | {
+            "stages": rules.collect.output.stages,
+            "block_traffic": rules.model.output.block_traffic,
+        },
+        "tile_softmax": common
+        | {"example": rules.model.output.example, "tile_errors": rules.tile_errors.output[0]},
+    }
+    return own.get(wildcards.report, common)
+
+
+def papermill_parameters(wildcards, input):
+    return " ".join(f"-p {name} {shlex.quote(input[name])}" for name in report_inputs(wildcards))
+
+
 rule report_notebook:
     """Execute one report template with papermill. The executed notebook is kept under
     logs/ even when a cell fails; the result is copied into place only on success."""
     input:
+        unpack(report_inputs),
         template=f"{workflow.basedir}/reports/{{report}}.ipynb",
-        metrics=rules.collect.output.parquet,
-        stages=rules.collect.output.stages,
-        env=rules.env.output,
-        builds=lambda wc: [rules.build_table.output[0]] if wc.report == "build" else [],
     output:
         f"{RESULTS}/reports/{{report}}.ipynb",
     log:
         notebook=f"{RESULTS}/logs/reports/{{report}}.ipynb",
         messages=f"{RESULTS}/logs/reports/{{report}}.log",
-    params:
-        package=lambda wc, input: os.path.dirname(os.path.dirname(input.template)),
-        builds=lambda wc, input: f"-p builds {input.builds}" if input.builds else "",
     conda:
         "../../envs/attnio.yaml"
+    params:
+        parameters=papermill_parameters,
     shell:
-        "PYTHONPATH={params.package}:${{PYTHONPATH:-}} papermill {input.template} {log.notebook} "
-        "-k python3 -p metrics {input.metrics} -p stages {input.stages} -p env {input.env} "
-        "{params.builds} "
-        "> {log.messages} 2>&1 && cp {log.notebook} {output}"
+        "papermill {input.template:q} {log.notebook:q} -k python3 {params.parameters} "
+        "> {log.messages:q} 2>&1 && cp {log.notebook:q} {output:q}"
 
 
 rule report_html:
     """The executed notebook as HTML, images embedded, code hidden unless report.show_code."""
     input:
-        f"{RESULTS}/reports/{{report}}.ipynb",
+        rules.report_notebook.output,
     output:
         report(
             f"{RESULTS}/reports/{{report}}.html",
@@ -36,29 +54,28 @@ rule report_html:
         ),
     log:
         f"{RESULTS}/logs/reports/{{report}}.html.log",
-    params:
-        code="" if config["report"]["show_code"] else "--no-input",
     conda:
         "../../envs/attnio.yaml"
+    params:
+        code="" if config["report"]["show_code"] else "--no-input",
     shell:
-        "jupyter nbconvert --to html {params.code} --stdout {input} > {output}.tmp 2> {log} "
-        "&& mv {output}.tmp {output}"
+        "jupyter nbconvert --to html {params.code} --stdout {input:q} > {output:q}.tmp 2> {log:q} "
+        "&& mv {output:q}.tmp {output:q}"
 
 
 rule index:
     """The landing page: links, provenance, validation verdicts and warnings."""
     input:
-        reports=expand(f"{RESULTS}/reports/{{report}}.html", report=REPORTS),
+        reports=expand(rules.report_html.output[0], report=REPORTS),
+        notebooks=expand(rules.report_notebook.output[0], report=REPORTS),
         metrics=rules.collect.output.parquet,
         env=rules.env.output,
-        validation=VALIDATION_FILES,
+        validation=sorted({output_of(rules.validate.output[0], p) for p in POINTS}),
         builds=rules.build_table.output[0],
     output:
         report(f"{RESULTS}/index.html", caption="../report/index.rst", category="Overview"),
     log:
         f"{RESULTS}/logs/index.log",
-    params:
-        reports=REPORTS,
     conda:
         "../../envs/attnio.yaml"
     script:

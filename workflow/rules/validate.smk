@@ -3,24 +3,44 @@ rule validate:
     The verdicts are written even when one is unexpected; the points of an implementation
     that failed are then recorded as skipped, never measured."""
     output:
-        f"{RESULTS}/validate/{{impl}}_{{dtype}}_{{blocks}}.json",
+        f"{RESULTS}/validate/{attnio_point.VALIDATION_PATTERN}.json",
     log:
-        f"{RESULTS}/logs/validate/{{impl}}_{{dtype}}_{{blocks}}.log",
+        f"{RESULTS}/logs/validate/{attnio_point.VALIDATION_PATTERN}.log",
+    conda:
+        "../../envs/attnio.yaml"
+    resources:
+        gpu=1 if ON_GPU else 0,
+        bench=lambda wc: times_on_this_machine(wc.impl),
+        runtime=30,
     params:
         device=DEVICE,
         seed=config["seed"],
         blocks=lambda wc: " ".join(
             f"--block-m {m} --block-n {n}"
-            for m, n in [attnio_sweep.parse_blocks(wc.blocks)]
+            for m, n in [attnio_point.parse_blocks(wc.blocks)]
             if m is not None
         ),
-    resources:
-        gpu=1 if ON_GPU else 0,
-        bench=lambda wc: times_on_this_machine(wc.impl),
-        runtime=30,
-    conda:
-        "../../envs/attnio.yaml"
     shell:
         "python -m kernels validate --impl {wildcards.impl} --dtype {wildcards.dtype} "
         "--device {params.device} --seed {params.seed} {params.blocks} "
-        "--quiet --exit-zero --json {output} > {log} 2>&1"
+        "--quiet --exit-zero --json {output:q} > {log:q} 2>&1"
+
+
+rule tile_errors:
+    """The tile-local and the fused kernel against float64 over T and BLOCK_N, in the same
+    Triton mode as validation: the table behind the tile-softmax report's error maps."""
+    output:
+        f"{RESULTS}/tile_errors.csv",
+    log:
+        f"{RESULTS}/logs/tile_errors.log",
+    conda:
+        "../../envs/attnio.yaml"
+    resources:
+        gpu=1 if ON_GPU else 0,
+        runtime=30,
+    params:
+        device=DEVICE,
+        seed=config["seed"],
+    shell:
+        "python -m kernels tile-errors --device {params.device} --seed {params.seed} "
+        "--out {output:q} > {log:q} 2>&1"

@@ -1,8 +1,8 @@
-"""Thin entry point: every build record into results/build.csv with kernels.build_table."""
+"""Thin entry point: every build record into results/build.csv with kernels.build.table."""
 
 import sys
 
-from kernels.build_table import write_build_table
+from kernels.build.table import write_build_table
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with open(smk.log[0], "w") as log:

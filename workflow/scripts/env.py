@@ -1,8 +1,8 @@
-"""Thin entry point: write results/env.json (provenance) with kernels.provenance."""
+"""Thin entry point: write results/env.json (provenance) with kernels.measure.provenance."""
 
 import sys
 
-from kernels import provenance
+from kernels.measure import provenance
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with open(smk.log[0], "w") as log:

@@ -2,7 +2,7 @@
 
 import sys
 
-from kernels.collect import gather
+from kernels.io.tables import gather
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with open(smk.log[0], "w") as log:

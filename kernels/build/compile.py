@@ -1,0 +1,173 @@
+"""Ahead-of-time builds: compile every kernel variant a sweep launches for GPU targets that
+need not be present, and describe what ptxas made of it.
+
+Triton compiles for any ``GPUTarget`` without a GPU. We specialize each launch exactly as
+Triton's JIT would on that target (its own binder and argument packing), compile it, keep
+the PTX, cubin and SASS, and read registers, spills, shared memory and the instruction mix
+with the ``ptxas`` log and the ``cuobjdump`` Triton ships. On a GPU, building for the local
+target writes Triton's on-disk cache with the same keys the JIT looks up, so timed runs
+find their kernels compiled.
+
+A variant that cannot run on a target — compilation fails, or it needs more shared memory
+per block than the target has (the check Triton makes when it loads a kernel) — is a
+``failed`` record carrying the message; the points that launch it are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import subprocess
+import time
+from pathlib import Path
+
+from kernels import _compat
+from kernels.build import sass, targets
+from kernels.build.variants import point_launches
+from kernels.impl import mode
+from kernels.impl.triton.launch import Launch
+from kernels.study.point import Point
+
+ARTIFACTS = ("ptx", "cubin", "sass", "resources")
+
+
+def require_compiled_mode() -> None:
+    if mode.interpret():
+        raise RuntimeError(f"building needs compiled Triton, but {mode.SWITCH}=1 selected the "
+                           "interpreter; run `python -m kernels build` (it selects compiled mode)")
+
+
+def specialize(launch: Launch, target):
+    """(ASTSource, options) exactly as Triton's JIT builds them for ``launch`` on ``target``."""
+    return _compat.specialize(launch.kernel, launch.args, launch.options, target)
+
+
+def describe(launch: Launch, src) -> dict:
+    """The variant in words: kernel, argument types, constants and launch options."""
+    names = [p.name for p in launch.kernel.params]
+    constants = {names[path[0]]: value for path, value in src.constants.items()}
+    types = sorted({t for t in src.signature.values() if t != "constexpr"})
+    aligned = sorted(names[path[0]] for path, attr in src.attrs.items() if attr)
+    return {"kernel": launch.name, "constants": constants, "argument_types": types,
+            "aligned_16": aligned,
+            "num_warps": launch.options.get("num_warps", 4),
+            "num_stages": launch.options.get("num_stages")}
+
+
+def variant_id(description: dict) -> str:
+    """Stable short name: kernel name + hash of everything that makes the binary differ."""
+    digest = hashlib.sha256(repr(sorted(description.items())).encode()).hexdigest()[:10]
+    return f"{description['kernel']}-{digest}"
+
+
+def gpu_target(name: str):
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget("cuda", targets.parse_target(name), 32)
+
+
+def run_tool(tool, *args: str) -> str:
+    done = subprocess.run([tool.path, *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{Path(tool.path).name} {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def compile_variant(launch: Launch, target_name: str, artifacts: Path) -> dict:
+    """Compile one launch for one target; the record says ok or failed, never raises for the
+    kernel's own faults."""
+    from triton import knobs
+    from triton.compiler import compile as triton_compile
+
+    require_compiled_mode()
+    target = gpu_target(target_name)
+    src, options = specialize(launch, target)
+    record = describe(launch, src)
+    record |= {"variant": variant_id(record), "target": target_name,
+               "num_stages": options.num_stages}  # the backend's default when not given
+    log = io.StringIO()
+    started = time.perf_counter()
+    try:
+        with knobs.nvidia.scope(), knobs.compilation.scope(), contextlib.redirect_stdout(log):
+            knobs.nvidia.dump_ptxas_log = True  # ptxas -v: spills
+            knobs.compilation.always_compile = True  # honest compile time; cache still written
+            compiled = triton_compile(src, target=target, options=options.__dict__)
+    except Exception as err:  # noqa: BLE001 - the compiler's message is the record
+        return record | {"status": "failed", "reason": compiler_message(err),
+                         "compile_s": time.perf_counter() - started}
+    record["compile_s"] = time.perf_counter() - started
+    return record | inspect(compiled, log.getvalue(), target_name, artifacts / record["variant"])
+
+
+def compiler_message(err: Exception) -> str:
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    text = " | ".join(lines[:12])
+    return f"{type(err).__name__}: {text[:1500]}"
+
+
+def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
+    """Resources, occupancy and instruction mix of a compiled kernel; artifacts kept."""
+    from triton import knobs
+
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = {kind: stem.with_suffix(f".{kind}") for kind in ARTIFACTS}
+    paths["ptx"].write_text(compiled.asm["ptx"])
+    paths["cubin"].write_bytes(compiled.asm["cubin"])
+    tool = knobs.nvidia.cuobjdump
+    resources_text = run_tool(tool, "--dump-resource-usage", str(paths["cubin"]))
+    sass_text = run_tool(tool, "--dump-sass", str(paths["cubin"]))
+    paths["resources"].write_text(resources_text)
+    paths["sass"].write_text(sass_text)
+    usage = sass.resource_usage(resources_text)
+    spilled = sass.spills(ptxas_log)
+    dynamic_shared = int(compiled.metadata.shared)
+    shared = usage["SHARED"] + dynamic_shared
+    num_warps = int(compiled.metadata.num_warps)
+    target = targets.TARGETS.get(target_name)
+    problem = targets.shared_memory_problem(target, shared)
+    return {
+        "status": "failed" if problem else "ok",
+        "reason": problem,
+        "registers": usage["REG"],
+        "stack_bytes": usage["STACK"],
+        "local_bytes": usage["LOCAL"],
+        "spill_store_bytes": spilled[0] if spilled else None,
+        "spill_load_bytes": spilled[1] if spilled else None,
+        "static_shared_bytes": usage["SHARED"],
+        "dynamic_shared_bytes": dynamic_shared,
+        "shared_bytes": shared,
+        **targets.occupancy(target, usage["REG"], num_warps, shared),
+        "instructions": sass.instruction_mix(sass_text),
+        "artifacts": {kind: str(path) for kind, path in paths.items()},
+        "ptxas_version": knobs.nvidia.ptxas.version,
+    }
+
+
+def build(points: list[Point], target_names: list[str], artifacts: Path,
+          progress=None) -> dict:
+    """Every distinct launch of ``points`` compiled for every target. Returns
+    {"targets", "triton", "points": {point name: [variant ids]}, "variants": [records]}."""
+    import triton
+
+    require_compiled_mode()
+    launches: dict[str, Launch] = {}
+    needs: dict[str, list[str]] = {}
+    naming_target = gpu_target(target_names[0] if target_names else "sm_90")  # ids: any target
+    for point in points:
+        ids = []
+        for launch in point_launches(point):
+            src, _ = specialize(launch, naming_target)
+            vid = variant_id(describe(launch, src))
+            launches.setdefault(vid, launch)
+            ids.append(vid)
+        needs[point.name] = ids
+    records = []
+    for name in target_names:
+        for launch in launches.values():
+            record = compile_variant(launch, name, artifacts / name)
+            records.append(record)
+            if progress:
+                progress(record)
+    return {"targets": list(target_names), "triton": triton.__version__, "points": needs,
+            "variants": records}

@@ -1,0 +1,68 @@
+"""Argument checks shared by every implementation: a bad call raises ValueError naming the
+argument and what is allowed, never a silent wrong answer."""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.spec import BLOCK_SIZES, HEAD_DIMS
+from kernels.spec import DTYPES as DTYPE_NAMES
+
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def parse_dtype(name: str | torch.dtype, field: str = "dtype") -> torch.dtype:
+    if isinstance(name, torch.dtype):
+        if name in DTYPES.values():
+            return name
+        name = dtype_name(name)
+    if name not in DTYPES:
+        raise ValueError(f"{field}={name!r}: allowed dtypes are {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int, int, int]:
+    """Return (B, H, T, d) after checking the three inputs agree and are supported."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must have 4 dimensions (B, H, T, d), got shape {tuple(t.shape)}")
+        if t.dtype not in DTYPES.values():
+            raise ValueError(f"{name}.dtype={dtype_name(t.dtype)}: allowed dtypes are {', '.join(DTYPES)}")
+    for name, t in (("k", k), ("v", v)):
+        if t.shape != q.shape:
+            raise ValueError(f"{name}.shape={tuple(t.shape)} must equal q.shape={tuple(q.shape)}")
+        if t.dtype != q.dtype:
+            raise ValueError(f"{name}.dtype={dtype_name(t.dtype)} must equal q.dtype={dtype_name(q.dtype)}")
+        if t.device != q.device:
+            raise ValueError(f"{name}.device={t.device} must equal q.device={q.device}")
+    B, H, T, d = q.shape
+    if min(B, H, T) < 1:
+        raise ValueError(f"q.shape={tuple(q.shape)}: B, H and T must each be at least 1")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"head dim d={d} (q.shape[-1]): allowed values are {HEAD_DIMS}")
+    return B, H, T, d
+
+
+def check_block(name: str, value: int | None, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value not in BLOCK_SIZES:
+        raise ValueError(f"{name}={value!r}: allowed values are {BLOCK_SIZES} (powers of two)")
+    return value
+
+
+def check_out(out: torch.Tensor | None, q: torch.Tensor) -> None:
+    if out is None:
+        return
+    if out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
+        raise ValueError(
+            f"out must match q in shape, dtype and device: got {tuple(out.shape)}, "
+            f"{dtype_name(out.dtype)}, {out.device}; expected {tuple(q.shape)}, "
+            f"{dtype_name(q.dtype)}, {q.device}"
+        )

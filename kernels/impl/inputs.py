@@ -1,0 +1,30 @@
+"""Fresh random inputs for a case: never zeros, a seed per case, and optional strided layout."""
+
+from __future__ import annotations
+
+import torch
+
+LAYOUTS = ("contiguous", "bthd")
+
+
+def make_qkv(
+    batch: int,
+    heads: int,
+    tokens: int,
+    head_dim: int,
+    dtype: torch.dtype,
+    device: str | torch.device,
+    seed: int,
+    layout: str = "contiguous",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Standard-normal q, k, v of shape (B, H, T, d). ``bthd`` stores them as (B, T, H, d)
+    and returns transposed views, the layout a projection followed by a reshape yields."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: allowed values are {', '.join(LAYOUTS)}")
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    shape = (batch, tokens, heads, head_dim) if layout == "bthd" else (batch, heads, tokens, head_dim)
+    tensors = []
+    for _ in range(3):
+        x = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype=dtype, device=device)
+        tensors.append(x.transpose(1, 2) if layout == "bthd" else x)
+    return tensors[0], tensors[1], tensors[2]

@@ -1,0 +1,55 @@
+"""Attention by its definition, in PyTorch: the float64 reference and the materialized
+three-operation baseline (S and P stored as whole T×T tensors)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def future_mask(T: int, device: torch.device | str) -> torch.Tensor:
+    """True where key j lies in the future of query i (j > i): those scores become −∞."""
+    idx = torch.arange(T, device=device)
+    return idx[None, :] > idx[:, None]
+
+
+def reference_float64(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, chunk_rows: int | None = None
+) -> torch.Tensor:
+    """scores → scale by 1/√d → causal mask with −∞ → row softmax → P·V, all in float64.
+    ``chunk_rows`` computes the same thing a block of query rows at a time, so that checking
+    a long sequence needs only chunk_rows × T scores in memory at once."""
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    T = q.shape[-2]
+    step = T if chunk_rows is None else chunk_rows
+    out = []
+    for start in range(0, T, step):
+        rows = slice(start, min(T, start + step))
+        s = q64[..., rows, :] @ k64.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(future_mask(T, q.device)[rows], float("-inf"))
+        out.append(torch.softmax(s, dim=-1) @ v64)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=-2)
+
+
+def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    """The float64 definition, cast back to the input dtype."""
+    return reference_float64(q, k, v, causal).to(q.dtype)
+
+
+def torch_naive_parts(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Standard attention as three stored results: S and P in the input dtype, softmax in
+    float32. Returns (S, P, O) so that callers can inspect the intermediates."""
+    s = torch.matmul(q, k.transpose(-1, -2)).mul_(1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        s.masked_fill_(future_mask(q.shape[-2], q.device), float("-inf"))
+    p = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
+    o = torch.matmul(p, v)
+    return s, p, o
+
+
+def torch_naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    return torch_naive_parts(q, k, v, causal)[2]

@@ -1,0 +1,82 @@
+"""Pieces every Triton implementation shares: the device check, launch constants and the
+matrix-product helper that keeps float32 exact and works around the interpreter."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernels.impl.mode import SWITCH
+from kernels.impl.triton.lang import INTERPRET, tl, triton
+from kernels.spec import MAX_GRID_YZ
+
+LOG2E = 1.4426950408889634
+
+
+def check_triton_device(q: torch.Tensor) -> None:
+    """No silent fallback: compiled kernels need CUDA tensors, the interpreter CPU ones.
+    B·H is a grid dimension, so it is bounded by CUDA's grid limit on every backend."""
+    batch_heads = q.shape[0] * q.shape[1]
+    if batch_heads > MAX_GRID_YZ:
+        raise ValueError(
+            f"B·H={batch_heads} (q.shape[0]·q.shape[1]): the Triton kernels allow at most {MAX_GRID_YZ}"
+        )
+    if INTERPRET and q.device.type != "cpu":
+        raise ValueError(
+            f"q.device={q.device}: {SWITCH}=1 runs Triton through its CPU interpreter, "
+            "which takes CPU tensors; unset it to compile for the GPU"
+        )
+    if not INTERPRET and q.device.type != "cuda":
+        raise ValueError(
+            f"q.device={q.device}: compiled Triton kernels take CUDA tensors; "
+            f"set {SWITCH}=1 (or leave it unset on a machine without a GPU) to run them on the "
+            "CPU interpreter"
+        )
+
+
+def dot_in_float32(*dtypes: torch.dtype) -> bool:
+    """Whether tile products must run on float32 operands.
+
+    float32 inputs: yes, with IEEE precision (the GPU default would be TF32, far less exact
+    than the float32 baseline). bfloat16 under the interpreter: yes, because the interpreter
+    multiplies bfloat16 bit patterns as integers; widening bfloat16 to float32 is exact, so
+    the result is what a float32-accumulating tensor core gives.
+    """
+    if torch.float32 in dtypes:
+        return True
+    return INTERPRET and torch.bfloat16 in dtypes
+
+
+def sm_scale(head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim)
+
+
+def warps_for(block_m: int, block_n: int) -> int:
+    return 8 if block_m * block_n >= 128 * 128 else 4
+
+
+# Under the interpreter, float32 → bfloat16 truncates (and mishandles subnormals) instead of
+# rounding to nearest even as the GPU does; ``cast`` rounds the bits itself there, so both
+# paths store the same bfloat16 values.
+_INTERPRETED: tl.constexpr = tl.constexpr(INTERPRET)
+
+
+@triton.jit
+def cast(x, DTYPE: tl.constexpr):
+    """x.to(DTYPE), rounding to nearest even on every backend."""
+    if _INTERPRETED and tl.bfloat16 == DTYPE:
+        bits = x.to(tl.float32).to(tl.uint32, bitcast=True)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(DTYPE)
+
+
+@triton.jit
+def mma(a, b, acc, DOT_F32: tl.constexpr):
+    """acc + a·b with a float32 accumulator (see ``dot_in_float32`` for DOT_F32)."""
+    if DOT_F32:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc)

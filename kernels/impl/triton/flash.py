@@ -1,0 +1,146 @@
+"""Fused attention forward in one Triton kernel: S and P live only in registers.
+
+Each program owns BLOCK_M query rows and streams BLOCK_N-wide key tiles. With
+``CARRY_STATS`` it keeps each row's running maximum and exponential sum and rescales what it
+has accumulated when the maximum grows (online softmax): the result is exact attention.
+Without it, each key tile is normalized on its own and used at once: the tile-local
+softmax the seed warns about (see ``kernels.triton_tile_softmax``). Both skip the key tiles
+a causal query block cannot see.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.impl.triton.common import (
+    LOG2E,
+    cast,
+    check_triton_device,
+    dot_in_float32,
+    mma,
+    sm_scale,
+    warps_for,
+)
+from kernels.impl.triton.lang import tl, triton
+from kernels.impl.triton.launch import Launch
+
+
+@triton.jit
+def attention_fwd_kernel(
+    Q,
+    K,
+    V,
+    O,
+    qk_scale_log2,
+    s_qb,
+    s_qh,
+    s_qt,
+    s_qd,
+    s_kb,
+    s_kh,
+    s_kt,
+    s_kd,
+    s_vb,
+    s_vh,
+    s_vt,
+    s_vd,
+    s_ob,
+    s_oh,
+    s_ot,
+    s_od,
+    H,
+    T,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    CARRY_STATS: tl.constexpr,
+    DOT_F32: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(
+        Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd,
+        mask=offs_m[:, None] < T,
+        other=0.0,
+    )
+    k_base = K + b * s_kb + h * s_kh
+    v_base = V + b * s_vb + h * s_vh
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    hi = T
+    if CAUSAL:
+        hi = tl.minimum(T, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = tl.load(
+            k_base + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd, mask=offs_n[:, None] < T, other=0.0
+        )
+        # scores in log2 units: exp2(x·log2 e) = exp(x), with 1/√d folded into the factor
+        s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32)
+        s = s * qk_scale_log2
+        visible = offs_n[None, :] < T
+        if CAUSAL:
+            visible = visible & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.where(visible, s, float("-inf"))
+        v = tl.load(
+            v_base + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd, mask=offs_n[:, None] < T, other=0.0
+        )
+        if CARRY_STATS:
+            m_new = tl.maximum(m_i, tl.max(s, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            acc = mma(cast(p, V.dtype.element_ty), v, acc * alpha[:, None], DOT_F32)
+            m_i = m_new
+        else:
+            m_tile = tl.max(s, axis=1)
+            m_tile = tl.where(m_tile == float("-inf"), 0.0, m_tile)  # row fully masked here
+            p = tl.exp2(s - m_tile[:, None])
+            l_tile = tl.sum(p, axis=1)
+            p = p / tl.where(l_tile == 0.0, 1.0, l_tile)[:, None]
+            acc = mma(cast(p, V.dtype.element_ty), v, acc, DOT_F32)
+    if CARRY_STATS:
+        acc = acc / l_i[:, None]
+    o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
+    tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
+
+
+def attention_fwd_launch(q, k, v, o, causal: bool, block_m: int, block_n: int, carry_stats: bool) -> Launch:
+    B, H, T, d = q.shape
+    return Launch(
+        attention_fwd_kernel,
+        (triton.cdiv(T, block_m), B * H),
+        (q, k, v, o, sm_scale(d) * LOG2E, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T),
+        dict(
+            HEAD_DIM=d,
+            BLOCK_M=block_m,
+            BLOCK_N=block_n,
+            CAUSAL=causal,
+            CARRY_STATS=carry_stats,
+            DOT_F32=dot_in_float32(q.dtype),
+            num_warps=warps_for(block_m, block_n),
+        ),
+    )
+
+
+def triton_flash(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    *,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Exact attention, fused: no S or P in global memory."""
+    check_triton_device(q)
+    o = torch.empty_like(q) if out is None else out
+    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=True).run()
+    return o

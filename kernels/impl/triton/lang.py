@@ -1,0 +1,10 @@
+"""Import point for triton: fixes the interpreter switch first (see ``kernels.impl.mode``)."""
+
+from kernels.impl import mode
+
+INTERPRET: bool = mode.fix()  # must precede the first @triton.jit of attnio
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+__all__ = ["INTERPRET", "tl", "triton"]

@@ -1,0 +1,281 @@
+"""Materialized attention in three Triton launches: scores → softmax → P·V.
+
+S and P are real global tensors, written by one kernel and read back by the next: the
+traffic the seed's analysis is about. Their dtype defaults to the input dtype (2 bytes for
+float16/bfloat16) and can be float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.impl.checks import parse_dtype
+from kernels.impl.triton.common import (
+    cast,
+    check_triton_device,
+    dot_in_float32,
+    mma,
+    sm_scale,
+    warps_for,
+)
+from kernels.impl.triton.lang import tl, triton
+from kernels.impl.triton.launch import Launch
+from kernels.spec import MAX_ROW_BLOCK  # rows longer than this take two passes
+
+
+@triton.jit
+def scores_kernel(
+    Q,
+    K,
+    S,
+    scale,
+    s_qb,
+    s_qh,
+    s_qt,
+    s_qd,
+    s_kb,
+    s_kh,
+    s_kt,
+    s_kd,
+    s_sb,
+    s_sh,
+    s_sm,
+    s_sn,
+    H,
+    T,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    DOT_F32: tl.constexpr,
+):
+    """One BLOCK_M×BLOCK_N tile of S = Q·Kᵀ/√d, causal-masked with −∞, stored to S.
+    A tile wholly in the future stores −∞ without loading Q or K."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_bh = tl.program_id(2)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    s_ptrs = (
+        S + b * s_sb + h * s_sh + offs_m[:, None].to(tl.int64) * s_sm + offs_n[None, :].to(tl.int64) * s_sn
+    )
+    in_bounds = (offs_m[:, None] < T) & (offs_n[None, :] < T)
+    if CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1:
+        future = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
+        tl.store(s_ptrs, cast(future, S.dtype.element_ty), mask=in_bounds)
+    else:
+        q_ptrs = Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd
+        k_ptrs = K + b * s_kb + h * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
+        q = tl.load(q_ptrs, mask=offs_m[:, None] < T, other=0.0)
+        k = tl.load(k_ptrs, mask=offs_n[:, None] < T, other=0.0)
+        s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32) * scale
+        if CAUSAL:
+            s = tl.where(offs_n[None, :] <= offs_m[:, None], s, float("-inf"))
+        tl.store(s_ptrs, cast(s, S.dtype.element_ty), mask=in_bounds)
+
+
+@triton.jit
+def softmax_kernel(
+    S,
+    P,
+    s_sb,
+    s_sh,
+    s_sm,
+    s_sn,
+    s_pb,
+    s_ph,
+    s_pm,
+    s_pn,
+    H,
+    T,
+    BLOCK_R: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+    SINGLE_PASS: tl.constexpr,
+):
+    """Row softmax of BLOCK_R rows of S into P, in float32 arithmetic. A row that fits in
+    ROW_BLOCK is read once; a longer one twice (running max and sum, then normalize)."""
+    pid_r = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    rows = (pid_r * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    s_rows = S + b * s_sb + h * s_sh + rows[:, None] * s_sm
+    p_rows = P + b * s_pb + h * s_ph + rows[:, None] * s_pm
+    cols = tl.arange(0, ROW_BLOCK)[None, :]
+    if SINGLE_PASS:
+        inside = (rows[:, None] < T) & (cols < T)
+        s = tl.load(s_rows + cols * s_sn, mask=inside, other=float("-inf")).to(tl.float32)
+        s = tl.where(rows[:, None] < T, s, 0.0)  # padding rows: finite, never stored
+        e = tl.exp(s - tl.max(s, axis=1)[:, None])
+        p = e / tl.sum(e, axis=1)[:, None]
+        tl.store(p_rows + cols * s_pn, cast(p, P.dtype.element_ty), mask=inside)
+    else:
+        m = tl.full([BLOCK_R], float("-inf"), tl.float32)
+        total = tl.zeros([BLOCK_R], tl.float32)
+        for start in range(0, T, ROW_BLOCK):
+            inside = (rows[:, None] < T) & (start + cols < T)
+            s = tl.load(s_rows + (start + cols) * s_sn, mask=inside, other=float("-inf"))
+            s = tl.where(rows[:, None] < T, s.to(tl.float32), 0.0)
+            m_new = tl.maximum(m, tl.max(s, axis=1))
+            total = total * tl.exp(m - m_new) + tl.sum(tl.exp(s - m_new[:, None]), axis=1)
+            m = m_new
+        for start in range(0, T, ROW_BLOCK):
+            inside = (rows[:, None] < T) & (start + cols < T)
+            s = tl.load(s_rows + (start + cols) * s_sn, mask=inside, other=float("-inf"))
+            s = tl.where(rows[:, None] < T, s.to(tl.float32), 0.0)
+            p = tl.exp(s - m[:, None]) / total[:, None]
+            tl.store(p_rows + (start + cols) * s_pn, cast(p, P.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def pv_kernel(
+    P,
+    V,
+    O,
+    s_pb,
+    s_ph,
+    s_pm,
+    s_pn,
+    s_vb,
+    s_vh,
+    s_vt,
+    s_vd,
+    s_ob,
+    s_oh,
+    s_ot,
+    s_od,
+    H,
+    T,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    DOT_F32: tl.constexpr,
+):
+    """O = P·V for BLOCK_M query rows, streaming key tiles; causal rows stop at the diagonal
+    tile (P is zero beyond it)."""
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    p_base = P + b * s_pb + h * s_ph + offs_m[:, None].to(tl.int64) * s_pm
+    v_base = V + b * s_vb + h * s_vh
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    hi = T
+    if CAUSAL:
+        hi = tl.minimum(T, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        p = tl.load(
+            p_base + offs_n[None, :].to(tl.int64) * s_pn,
+            mask=(offs_m[:, None] < T) & (offs_n[None, :] < T),
+            other=0.0,
+        )
+        v = tl.load(
+            v_base + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd, mask=offs_n[:, None] < T, other=0.0
+        )
+        acc = mma(p, v, acc, DOT_F32)
+    o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
+    tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
+
+
+def softmax_row_block(T: int, max_row_block: int = MAX_ROW_BLOCK) -> int:
+    return min(triton.next_power_of_2(T), max_row_block)
+
+
+def scores_launch(q, k, s, causal: bool, block_m: int, block_n: int) -> Launch:
+    B, H, T, d = q.shape
+    return Launch(
+        scores_kernel,
+        (triton.cdiv(T, block_m), triton.cdiv(T, block_n), B * H),
+        (q, k, s, sm_scale(d), *q.stride(), *k.stride(), *s.stride(), H, T),
+        dict(
+            HEAD_DIM=d,
+            BLOCK_M=block_m,
+            BLOCK_N=block_n,
+            CAUSAL=causal,
+            DOT_F32=dot_in_float32(q.dtype),
+            num_warps=warps_for(block_m, block_n),
+        ),
+    )
+
+
+def softmax_rows_per_program(row_block: int) -> int:
+    """Short rows are grouped so that a program handles about 2,048 elements at once."""
+    return max(1, min(16, 2048 // row_block))
+
+
+def softmax_launch(s, p, max_row_block: int = MAX_ROW_BLOCK) -> Launch:
+    B, H, T, _ = s.shape
+    row_block = softmax_row_block(T, max_row_block)
+    rows = softmax_rows_per_program(row_block)
+    num_warps = 4 if row_block <= 2048 else 8 if row_block <= 4096 else 16
+    return Launch(
+        softmax_kernel,
+        (triton.cdiv(T, rows), B * H),
+        (s, p, *s.stride(), *p.stride(), H, T),
+        dict(BLOCK_R=rows, ROW_BLOCK=row_block, SINGLE_PASS=row_block >= T, num_warps=num_warps),
+    )
+
+
+def pv_launch(p, v, o, causal: bool, block_m: int, block_n: int) -> Launch:
+    B, H, T, d = v.shape
+    return Launch(
+        pv_kernel,
+        (triton.cdiv(T, block_m), B * H),
+        (p, v, o, *p.stride(), *v.stride(), *o.stride(), H, T),
+        dict(
+            HEAD_DIM=d,
+            BLOCK_M=block_m,
+            BLOCK_N=block_n,
+            CAUSAL=causal,
+            DOT_F32=dot_in_float32(p.dtype, v.dtype),
+            num_warps=warps_for(block_m, block_n),
+        ),
+    )
+
+
+def naive_launches(
+    q, k, v, s, p, o, causal: bool, block_m: int, block_n: int, max_row_block: int = MAX_ROW_BLOCK
+) -> list[Launch]:
+    """The three launches, in order, given the S, P and O tensors they write."""
+    return [
+        scores_launch(q, k, s, causal, block_m, block_n),
+        softmax_launch(s, p, max_row_block),
+        pv_launch(p, v, o, causal, block_m, block_n),
+    ]
+
+
+def sp_tensors(q, sp_dtype=None):
+    """Empty S and P for q's shape (on q's device; meta tensors plan a build)."""
+    B, H, T, _ = q.shape
+    dtype = q.dtype if sp_dtype is None else parse_dtype(sp_dtype, "sp_dtype")
+    s = torch.empty((B, H, T, T), dtype=dtype, device=q.device)
+    return s, torch.empty_like(s)
+
+
+def triton_naive(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    *,
+    sp_dtype: str | torch.dtype | None = None,
+    out: torch.Tensor | None = None,
+    return_intermediates: bool = False,
+    max_row_block: int = MAX_ROW_BLOCK,
+):
+    """Three launches through global S and P. With ``return_intermediates`` returns (S, P, O)."""
+    check_triton_device(q)
+    s, p = sp_tensors(q, sp_dtype)
+    o = torch.empty_like(q) if out is None else out
+    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block):
+        launch.run()
+    return (s, p, o) if return_intermediates else o

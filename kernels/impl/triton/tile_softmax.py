@@ -1,0 +1,32 @@
+"""Tile-local softmax, wrong on purpose.
+
+The tempting shortcut: compute a score tile, turn it into probabilities with a softmax over
+that tile alone, multiply by V at once, move on. Each tile's weights then sum to one on
+their own, so a row that spans n key tiles gets weights summing to n, divided by
+denominators that each miss the rest of the row. The result equals attention only when a
+row fits in one key tile (T ≤ BLOCK_N). It is the fused kernel without carried row
+statistics, so that the two differ in exactly that one respect.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.impl.triton.common import check_triton_device
+from kernels.impl.triton.flash import attention_fwd_launch
+
+
+def triton_tile_softmax(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    *,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    check_triton_device(q)
+    o = torch.empty_like(q) if out is None else out
+    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=False).run()
+    return o

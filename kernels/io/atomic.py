@@ -1,0 +1,44 @@
+"""Atomic writes: a temporary file in the same folder, then a rename, so an interrupted run
+never leaves a half-written file under the final name."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
+    """Call ``write(temporary_path)``, then rename the result to ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    write_atomic(path, write)
+
+
+def write_csv_atomic(path: str | os.PathLike, rows: list[dict], columns: Sequence[str] | None = None) -> None:
+    """Rows of dicts as a CSV file with a header (the first row's keys unless given)."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns or rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, text.getvalue())

@@ -1,0 +1,82 @@
+"""Many point records → one tidy table (a row per point) and a long table of stages (a row
+per point, kernel, tensor and load/store). Every record is checked against the schema."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.io.atomic import write_atomic, write_text_atomic
+from kernels.io.records import validate_record
+
+POINT_KEY = [
+    "impl",
+    "batch",
+    "heads",
+    "tokens",
+    "head_dim",
+    "dtype",
+    "causal",
+    "block_m",
+    "block_n",
+    "device",
+]
+
+
+def load_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
+    records = []
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        try:
+            validate_record(record)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+        records.append(record)
+    return records
+
+
+def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> int:
+    """Check records against the schema and write them as JSON lines (atomically)."""
+    records = load_records(paths)
+    write_text_atomic(out, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
+    return len(records)
+
+
+def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
+    records = []
+    for path in paths:
+        lines = Path(path).read_text().splitlines()
+        records += [json.loads(line) for line in lines if line.strip()]
+    for record in records:
+        validate_record(record)
+    return records
+
+
+def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, stages = [], []
+    for record in records:
+        row = {k: v for k, v in record.items() if k not in ("stages", "versions", "ncu_kernels")}
+        row |= {f"version_{k}": v for k, v in record["versions"].items()}
+        row["ncu_kernels"] = json.dumps(record["ncu_kernels"]) if record["ncu_kernels"] else None
+        rows.append(row)
+        key = {k: record[k] for k in POINT_KEY}
+        stages += [key | {"status": record["status"]} | stage for stage in record["stages"]]
+    metrics = pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable")
+    stage_table = pd.DataFrame(stages).convert_dtypes(dtype_backend="numpy_nullable")
+    order = [c for c in POINT_KEY if c in metrics]
+    return (
+        metrics.sort_values(order, ignore_index=True, na_position="first"),
+        stage_table.sort_values(order + ["kernel", "tensor", "op"], ignore_index=True, na_position="first"),
+    )
+
+
+def write_tables(records: list[dict], metrics_parquet, metrics_csv, stages_csv) -> pd.DataFrame:
+    metrics, stage_table = tables(records)
+    write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False))
+    write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False))
+    write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False))
+    return metrics

@@ -1,0 +1,103 @@
+"""Every reason a sweep point is recorded as skipped instead of measured, decided here and
+nowhere else: a kernel it launches cannot build for a required target, its implementation
+failed validation, the device is absent, it would not fit in memory, or it is too large for
+the interpreter."""
+
+from __future__ import annotations
+
+from kernels.measure.memory import available_bytes
+from kernels.study import cost
+from kernels.study.point import Point
+
+MEMORY_FRACTION = 0.8  # of the memory available when the point starts
+GIB = float(1 << 30)
+
+
+def build_failure(
+    name: str, builds: list[dict] | None, required_targets: list[str] | None = None
+) -> str | None:
+    """A variant the point ``name`` launches failed to build for one of ``required_targets``
+    (default: all) in ``builds`` (results of ``kernels.build.compile.build``)."""
+    for result in builds or []:
+        if name not in result["points"]:
+            raise ValueError(f"point {name} is not in these build results: rebuild them for this sweep")
+        missing = set(required_targets or []) - set(result["targets"])
+        if missing:
+            raise ValueError(
+                f"no build for {', '.join(sorted(missing))} (built: "
+                f"{', '.join(result['targets'])}): rebuild for the required targets"
+            )
+        needed = set(result["points"][name])
+        for record in result["variants"]:
+            if (
+                record["variant"] in needed
+                and record["status"] != "ok"
+                and record["target"] in (required_targets or result["targets"])
+            ):
+                return (
+                    f"{record['kernel']} ({record['variant']}) does not build for "
+                    f"{record['target']}: {record['reason']}"
+                )
+    return None
+
+
+def validation_failure(results: list[dict] | None) -> str | None:
+    """The implementation's validation results hold an unexpected verdict (or none at all)."""
+    if results is None:
+        return None
+    unexpected = [r for r in results if not r["as_expected"]]
+    if not results or unexpected:
+        first = unexpected[0] if unexpected else {}
+        return f"validation failed: {len(unexpected)} of {len(results)} checks unexpected" + (
+            f", e.g. T={first['tokens']} d={first['head_dim']} causal={first['causal']}: "
+            f"{first['verdict']} {first['message']}".rstrip()
+            if first
+            else ""
+        )
+    return None
+
+
+def device_absent(device: str) -> str | None:
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        return "unsupported on this device: cuda requested but torch.cuda.is_available() is False"
+    return None
+
+
+def memory_short(point: Point, device: str) -> str | None:
+    need, have = cost.predicted_bytes(point), available_bytes(device)
+    if need > MEMORY_FRACTION * have:
+        return (
+            f"would not fit in memory: needs about {need / GIB:.2f} GiB, "
+            f"{have / GIB:.2f} GiB available on {device}"
+        )
+    return None
+
+
+def interpreter_too_small(point: Point, device: str, interpreter_limit: int) -> str | None:
+    scores = point.groups * point.tokens**2
+    if device == "cpu" and point.triton and scores > interpreter_limit:
+        return (
+            f"too large for the interpreter: B·H·T² = {scores:,} score elements, limit {interpreter_limit:,}"
+        )
+    return None
+
+
+def skip_reason(
+    point: Point,
+    device: str,
+    interpreter_limit: int,
+    *,
+    validation: list[dict] | None = None,
+    builds: list[dict] | None = None,
+    required_targets: list[str] | None = None,
+) -> str | None:
+    """The first reason the point must not run, in the order a reader would check them."""
+    return (
+        build_failure(point.name, builds, required_targets)
+        or validation_failure(validation)
+        or device_absent(device)
+        or memory_short(point, device)
+        or interpreter_too_small(point, device, interpreter_limit)
+    )

@@ -1,0 +1,51 @@
+"""Peak memory allocated during one call, and memory available for a point.
+
+CUDA: torch's allocator statistics. CPU: the allocation and free events PyTorch's profiler
+records, replayed in time order. Both report the peak above what was allocated when the call
+began, so inputs made before the call are not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from kernels import _compat
+
+
+def peak_allocated_cpu(fn: Callable[[], object]) -> tuple[int, object]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    current = peak = 0
+    for _start, nbytes in sorted(_compat.memory_events(prof)):
+        current += nbytes
+        peak = max(peak, current)
+    return peak, result
+
+
+def peak_allocated_cuda(fn: Callable[[], object]) -> tuple[int, object]:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - before, result
+
+
+def peak_allocated(device: str, fn: Callable[[], object]) -> tuple[int, object]:
+    """(peak bytes allocated during ``fn()`` above the bytes allocated before it, result)."""
+    return peak_allocated_cuda(fn) if device == "cuda" else peak_allocated_cpu(fn)
+
+
+def available_bytes(device: str) -> int:
+    if device == "cuda":
+        free, _total = torch.cuda.mem_get_info()
+        return free
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("cannot read MemAvailable from /proc/meminfo")

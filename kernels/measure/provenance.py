@@ -1,0 +1,104 @@
+"""What ran where: versions, processor, GPU and driver, git commit and the config's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+from kernels.io.atomic import write_text_atomic
+
+
+def _run(command: list[str], cwd: str | None = None) -> str | None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def git_state(root: str | os.PathLike) -> dict:
+    commit = _run(["git", "rev-parse", "HEAD"], cwd=str(root))
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=str(root))
+    return {"commit": commit, "dirty": bool(dirty) if dirty is not None else None}
+
+
+def gpu_info() -> dict:
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"cuda_available": False, "gpu_name": None, "driver": None, "cuda": None}
+    driver = None
+    if shutil.which("nvidia-smi"):
+        driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "cuda_available": True,
+        "gpu_name": props.name,
+        "driver": driver,
+        "cuda": torch.version.cuda,
+        "gpu_memory_bytes": props.total_memory,
+        "sm_count": props.multi_processor_count,
+        "capability": f"{props.major}.{props.minor}",
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+    }
+
+
+def device_name(device: str) -> str:
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def versions() -> dict:
+    import numpy
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "numpy": numpy.__version__,
+    }
+
+
+def collect(config: dict, device: str, root: str | os.PathLike = ".") -> dict:
+    return {
+        "device": device,
+        "device_name": device_name(device),
+        "cpu": device_name("cpu"),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "versions": versions(),
+        "ncu": _run(["ncu", "--version"]) if shutil.which("ncu") else None,
+        **gpu_info(),
+        "git": git_state(root),
+        "config_hash": config_hash(config),
+        "config": config,
+        "interpreter": device == "cpu",
+    }
+
+
+def write(config: dict, device: str, path: str | os.PathLike, root: str | os.PathLike = ".") -> None:
+    write_text_atomic(Path(path), json.dumps(collect(config, device, root), indent=1) + "\n")

@@ -1,0 +1,49 @@
+"""The tile-softmax error map: the tile-local and the fused kernel against float64, over T and
+BLOCK_N, on one causal head of float32. Computed by the ``tile_errors`` rule in the same
+Triton mode as validation, so that the report only reads the table."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from kernels.impl.inputs import make_qkv
+from kernels.impl.reference import reference_float64
+from kernels.impl.registry import attention
+from kernels.io.atomic import write_csv_atomic
+
+TOKENS = (16, 40, 100)
+BLOCKS_N = (16, 32, 64)
+BLOCK_M = 16
+HEAD_DIM = 32
+IMPLS = ("triton_tile_softmax", "triton_flash")
+COLUMNS = ("impl", "tokens", "block_m", "block_n", "head_dim", "dtype", "causal", "error")
+
+
+def tile_errors(device: str, tokens=TOKENS, blocks_n=BLOCKS_N, seed: int = 0) -> list[dict]:
+    """Max |out − ref| of both kernels for every T and BLOCK_N (fresh inputs per T)."""
+    rows = []
+    for i, t in enumerate(tokens):
+        q, k, v = make_qkv(1, 1, t, HEAD_DIM, torch.float32, device, seed + i)
+        ref = reference_float64(q, k, v, True)
+        for block_n in blocks_n:
+            for impl in IMPLS:
+                out = attention(q, k, v, impl=impl, causal=True, block_m=BLOCK_M, block_n=block_n)
+                rows.append(
+                    {
+                        "impl": impl,
+                        "tokens": t,
+                        "block_m": BLOCK_M,
+                        "block_n": block_n,
+                        "head_dim": HEAD_DIM,
+                        "dtype": "float32",
+                        "causal": True,
+                        "error": (out.double() - ref).abs().max().item(),
+                    }
+                )
+    return rows
+
+
+def write(rows: list[dict], path: str | os.PathLike) -> None:
+    write_csv_atomic(path, rows, COLUMNS)

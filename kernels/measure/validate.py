@@ -1,0 +1,225 @@
+"""Validation of every implementation against the float64 definition.
+
+Pass rule (FlashAttention's): max|out − ref| ≤ 2·max|out_naive − ref| + 1e-5, with ref in
+float64 and out_naive the plain PyTorch implementation (``torch_naive``) in the same dtype.
+The output buffer is filled with NaN first, so an element a kernel never writes is caught.
+``triton_tile_softmax`` is expected to pass only when a row fits in one key tile
+(T ≤ BLOCK_N) and to fail otherwise: the seed's claim, checked both ways.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from kernels.impl.checks import DTYPES
+from kernels.impl.inputs import make_qkv
+from kernels.impl.reference import reference_float64, torch_naive
+from kernels.impl.registry import attention
+from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
+
+
+@dataclass(frozen=True)
+class Shape:
+    batch: int
+    heads: int
+    tokens: int
+    head_dim: int
+    layout: str = "contiguous"
+
+
+# Small enough for the interpreter; T not a multiple of the block, every head dim.
+CPU_SHAPES = (
+    Shape(2, 3, 1, 16),
+    Shape(1, 2, 50, 128),
+    Shape(2, 1, 130, 64),
+    Shape(1, 2, 67, 32, "bthd"),
+    Shape(1, 1, 20, 256),
+)
+# Compiled kernels on a GPU: up to 8,192 tokens, d = 64 and 128 at length, the rest short.
+CUDA_SHAPES = (
+    Shape(2, 3, 1, 64),
+    Shape(2, 3, 257, 128),
+    Shape(1, 2, 300, 16),
+    Shape(1, 2, 300, 32, "bthd"),
+    Shape(1, 2, 300, 256),
+    Shape(1, 4, 1000, 64),
+    Shape(1, 2, 4097, 128),
+    Shape(1, 2, 8192, 64),
+    Shape(1, 1, 8192, 128),
+)
+RTOL_ABS = 1e-5
+
+
+@dataclass
+class Result:
+    impl: str
+    dtype: str
+    causal: bool
+    batch: int
+    heads: int
+    tokens: int
+    head_dim: int
+    layout: str
+    block_m: int | None
+    block_n: int | None
+    seed: int
+    error: float
+    bound: float
+    written: bool
+    verdict: str  # pass | fail | error
+    expected: str  # pass | fail
+    seconds: float
+    message: str = ""
+
+    @property
+    def as_expected(self) -> bool:
+        return self.verdict == self.expected
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"as_expected": self.as_expected}
+
+
+def expected_verdict(impl: str, tokens: int, block_n: int) -> str:
+    if impl == "triton_tile_softmax" and tokens > block_n:
+        return "fail"
+    return "pass"
+
+
+def _max_abs(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return (out.double() - ref).abs().max().item()
+
+
+def check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n) -> tuple[float, bool, str, str]:
+    """Run one implementation into a NaN-poisoned buffer: (error, written, verdict, message)."""
+    blocks = {"block_m": block_m, "block_n": block_n} if impl in TRITON_IMPLEMENTATIONS else {}
+    out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=q.device)
+    try:
+        attention(q, k, v, impl=impl, causal=causal, out=out, **blocks)
+    except Exception as err:  # a crash is a verdict, not the end of the table
+        return float("nan"), False, "error", f"{type(err).__name__}: {err}"
+    written = not torch.isnan(out).any().item()
+    error = _max_abs(out, ref)
+    ok = written and error <= bound
+    message = "" if written else "output elements left unwritten (NaN poison survived)"
+    return error, written, "pass" if ok else "fail", message
+
+
+def validate(
+    impls=IMPLEMENTATIONS,
+    dtypes=tuple(DTYPES),
+    causals=(False, True),
+    shapes=CPU_SHAPES,
+    device: str = "cpu",
+    block_m: int = DEFAULT_BLOCK,
+    block_n: int = DEFAULT_BLOCK,
+    seed: int = 0,
+    progress=None,
+) -> list[Result]:
+    results = []
+    for case_index, (shape, dtype_name, causal) in enumerate(itertools.product(shapes, dtypes, causals)):
+        case_seed = seed * 1_000_003 + case_index
+        q, k, v = make_qkv(
+            shape.batch,
+            shape.heads,
+            shape.tokens,
+            shape.head_dim,
+            DTYPES[dtype_name],
+            device,
+            case_seed,
+            shape.layout,
+        )
+        ref = reference_float64(q, k, v, causal)
+        bound = 2.0 * _max_abs(torch_naive(q, k, v, causal), ref) + RTOL_ABS
+        for impl in impls:
+            start = time.perf_counter()
+            error, written, verdict, message = check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n)
+            triton = impl in TRITON_IMPLEMENTATIONS
+            result = Result(
+                impl=impl,
+                dtype=dtype_name,
+                causal=causal,
+                batch=shape.batch,
+                heads=shape.heads,
+                tokens=shape.tokens,
+                head_dim=shape.head_dim,
+                layout=shape.layout,
+                block_m=block_m if triton else None,
+                block_n=block_n if triton else None,
+                seed=case_seed,
+                error=error,
+                bound=bound,
+                written=written,
+                verdict=verdict,
+                expected=expected_verdict(impl, shape.tokens, block_n),
+                message=message,
+                seconds=time.perf_counter() - start,
+            )
+            results.append(result)
+            if progress:
+                progress(result)
+    return results
+
+
+HEADER = (
+    "impl",
+    "dtype",
+    "causal",
+    "B",
+    "H",
+    "T",
+    "d",
+    "layout",
+    "blocks",
+    "error",
+    "bound",
+    "verdict",
+    "expected",
+    "",
+)
+
+
+def table_row(r: Result) -> tuple[str, ...]:
+    blocks = f"{r.block_m}x{r.block_n}" if r.block_m else "-"
+    mark = "ok" if r.as_expected else "UNEXPECTED"
+    return (
+        r.impl,
+        r.dtype,
+        str(r.causal).lower(),
+        str(r.batch),
+        str(r.heads),
+        str(r.tokens),
+        str(r.head_dim),
+        r.layout,
+        blocks,
+        f"{r.error:.2e}",
+        f"{r.bound:.2e}",
+        r.verdict,
+        r.expected,
+        mark + (f" {r.message}" if r.message else ""),
+    )
+
+
+def format_table(results: list[Result]) -> str:
+    rows = [HEADER] + [table_row(r) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def summary(results: list[Result]) -> str:
+    unexpected = sum(not r.as_expected for r in results)
+    tile = [r for r in results if r.impl == "triton_tile_softmax"]
+    line = f"{len(results)} checks: {len(results) - unexpected} as expected, {unexpected} unexpected"
+    if tile:
+        fails = sum(r.verdict == "fail" for r in tile)
+        line += (
+            f"; tile-local softmax failed {fails} of {len(tile)} cases "
+            f"({sum(r.expected == 'fail' for r in tile)} expected to fail: T > BLOCK_N)"
+        )
+    return line

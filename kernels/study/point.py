@@ -1,0 +1,250 @@
+"""A sweep point: one implementation on one shape, with its one name, its one file path
+pattern (the Snakemake wildcards) and its one command-line form, each in both directions.
+
+Pure Python (argparse, re): the workflow plans thousands of points without importing torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kernels.spec import (
+    BLOCK_SIZES,
+    DEFAULT_BLOCK,
+    DTYPES,
+    ELEMENT_BYTES,
+    HEAD_DIMS,
+    IMPLEMENTATIONS,
+    MATERIALIZED,
+    MAX_ROW_BLOCK,
+    TRITON_IMPLEMENTATIONS,
+)
+
+# results/points/<POINT_PATTERN>.json; the measure rule's output is spelled with it
+POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}"
+# results/validate/<VALIDATION_PATTERN>.json: what a point's implementation must pass first
+VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
+# results/build/<BUILD_PATTERN>.json: one build job per implementation, dtype, blocks, T and d
+BUILD_PATTERN = VALIDATION_PATTERN + "/T{tokens}-d{head_dim}"
+NO_BLOCKS = "na"
+WILDCARD_CONSTRAINTS: dict[str, str] = {
+    "impl": "|".join(IMPLEMENTATIONS),
+    "dtype": "|".join(DTYPES),
+    "batch": r"\d+",
+    "heads": r"\d+",
+    "tokens": r"\d+",
+    "head_dim": r"\d+",
+    "mask": "causal|full",
+    "blocks": rf"{NO_BLOCKS}|bm\d+-bn\d+",
+}
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", pattern)  # literal, name, literal, name, ...
+    regex = "".join(
+        re.escape(part) if i % 2 == 0 else f"(?P<{part}>{WILDCARD_CONSTRAINTS[part]})"
+        for i, part in enumerate(parts)
+    )
+    return re.compile(regex)
+
+
+_POINT_REGEX = _pattern_regex(POINT_PATTERN)
+
+
+def blocks_label(block_m: int | None, block_n: int | None) -> str:
+    return NO_BLOCKS if block_m is None else f"bm{block_m}-bn{block_n}"
+
+
+def parse_blocks(label: str) -> tuple[int | None, int | None]:
+    if label == NO_BLOCKS:
+        return None, None
+    bm, bn = label.split("-")
+    return int(bm.removeprefix("bm")), int(bn.removeprefix("bn"))
+
+
+@dataclass(frozen=True)
+class Point:
+    impl: str
+    batch: int
+    heads: int
+    tokens: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    block_m: int | None = None
+    block_n: int | None = None
+    sp_dtype: str | None = None  # S/P dtype of the materialized paths; default: dtype
+    max_row_block: int = MAX_ROW_BLOCK
+
+    def __post_init__(self) -> None:
+        if self.impl not in IMPLEMENTATIONS:
+            raise ValueError(f"impl={self.impl!r}: allowed values are {', '.join(IMPLEMENTATIONS)}")
+        for name in ("batch", "heads", "tokens", "head_dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r}: must be an integer of at least 1")
+        for name in ("dtype", "sp_dtype"):
+            value = getattr(self, name)
+            if value is not None and value not in ELEMENT_BYTES:
+                raise ValueError(f"{name}={value!r}: allowed values are {', '.join(ELEMENT_BYTES)}")
+        if self.impl in TRITON_IMPLEMENTATIONS:
+            object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
+            object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
+
+    @property
+    def groups(self) -> int:
+        """B·H independent (T × d) attention problems."""
+        return self.batch * self.heads
+
+    @property
+    def e(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
+
+    @property
+    def e_sp(self) -> int:
+        if self.impl == "reference":
+            return 8
+        return ELEMENT_BYTES[self.sp_dtype or self.dtype]
+
+    @property
+    def materialized(self) -> bool:
+        return self.impl in MATERIALIZED
+
+    @property
+    def triton(self) -> bool:
+        return self.impl in TRITON_IMPLEMENTATIONS
+
+    # --- names and paths ---------------------------------------------------------------
+
+    def wildcards(self) -> dict[str, str]:
+        return {
+            "impl": self.impl,
+            "dtype": self.dtype,
+            "batch": str(self.batch),
+            "heads": str(self.heads),
+            "tokens": str(self.tokens),
+            "head_dim": str(self.head_dim),
+            "mask": "causal" if self.causal else "full",
+            "blocks": blocks_label(self.block_m, self.block_n),
+        }
+
+    @property
+    def name(self) -> str:
+        """The point's file name under results/points/, without the extension."""
+        return POINT_PATTERN.format(**self.wildcards())
+
+    @property
+    def validation_name(self) -> str:
+        """The validation (implementation, dtype, blocks) the point depends on."""
+        return VALIDATION_PATTERN.format(**self.wildcards())
+
+    @property
+    def build_name(self) -> str:
+        """The build job that compiles the point's kernel variants."""
+        return BUILD_PATTERN.format(**self.wildcards())
+
+    @classmethod
+    def from_wildcards(cls, wc: Any) -> Point:
+        bm, bn = parse_blocks(wc["blocks"])
+        return cls(
+            wc["impl"],
+            int(wc["batch"]),
+            int(wc["heads"]),
+            int(wc["tokens"]),
+            int(wc["head_dim"]),
+            wc["dtype"],
+            wc["mask"] == "causal",
+            bm,
+            bn,
+        )
+
+    @classmethod
+    def from_name(cls, name: str) -> Point:
+        """Inverse of ``name``."""
+        match = _POINT_REGEX.fullmatch(name.removesuffix(".json"))
+        if not match:
+            raise ValueError(f"point name {name!r} does not read as {POINT_PATTERN}")
+        return cls.from_wildcards(match.groupdict())
+
+    # --- the command-line form -----------------------------------------------------------
+
+    def cli_args(self) -> list[str]:
+        """The point's flags, as ``add_cli_arguments`` defines them."""
+        args = [
+            "--impl",
+            self.impl,
+            "--batch",
+            str(self.batch),
+            "--heads",
+            str(self.heads),
+            "--tokens",
+            str(self.tokens),
+            "--head-dim",
+            str(self.head_dim),
+            "--dtype",
+            self.dtype,
+        ]
+        if self.causal:
+            args.append("--causal")
+        if self.block_m is not None:
+            args += ["--block-m", str(self.block_m), "--block-n", str(self.block_n)]
+        if self.sp_dtype is not None:
+            args += ["--sp-dtype", self.sp_dtype]
+        return args
+
+    @classmethod
+    def from_cli(cls, args: argparse.Namespace) -> Point:
+        """The point the flags of ``add_cli_arguments`` describe; a flag that does not apply
+        to the implementation is an error naming it."""
+        triton = args.impl in TRITON_IMPLEMENTATIONS
+        for flag in ("block_m", "block_n"):
+            if getattr(args, flag) is not None and not triton:
+                raise ValueError(
+                    f"--{flag.replace('_', '-')} applies to the Triton "
+                    f"implementations only, not --impl {args.impl}"
+                )
+        if args.sp_dtype and args.impl != "triton_naive":
+            raise ValueError(f"--sp-dtype applies to --impl triton_naive only, not {args.impl}")
+        return cls(
+            args.impl,
+            args.batch,
+            args.heads,
+            args.tokens,
+            args.head_dim,
+            args.dtype,
+            args.causal,
+            args.block_m,
+            args.block_n,
+            args.sp_dtype,
+        )
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that describe one point (``Point.cli_args`` writes them)."""
+    parser.add_argument("--impl", required=True, choices=IMPLEMENTATIONS)
+    parser.add_argument("--batch", type=positive_int, default=1, help="B")
+    parser.add_argument("--heads", type=positive_int, default=1, help="H")
+    parser.add_argument("--tokens", type=positive_int, required=True, help="T")
+    parser.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True, help="d")
+    parser.add_argument("--dtype", choices=DTYPES, required=True)
+    parser.add_argument("--causal", action="store_true", help="mask future keys")
+    parser.add_argument(
+        "--block-m", type=int, choices=BLOCK_SIZES, help=f"Triton only (default {DEFAULT_BLOCK})"
+    )
+    parser.add_argument(
+        "--block-n", type=int, choices=BLOCK_SIZES, help=f"Triton only (default {DEFAULT_BLOCK})"
+    )
+    parser.add_argument("--sp-dtype", choices=DTYPES, help="S/P dtype of triton_naive (default: --dtype)")

@@ -1,0 +1,86 @@
+"""What every report page shares: one ``load`` of its input files, one look for its figures,
+and the run summary shown under each title."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+MIB = 1 << 20
+
+
+def style() -> None:
+    """One look for every figure; fixed so that two renderings are byte-identical."""
+    sns.set_theme(style="whitegrid", context="notebook")
+    plt.rcParams.update(
+        {
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "figure.figsize": (7.5, 4.5),
+            "svg.hashsalt": "attnio",
+            "axes.titleweight": "bold",
+        }
+    )
+
+
+def read(path: str | Path):
+    """A results file by its kind: parquet or CSV → DataFrame, JSON → its value."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix == ".csv":
+        return pd.read_csv(path)
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    raise ValueError(f"{path}: cannot read a {path.suffix or 'suffix-less'} file as a table")
+
+
+def load(summary: bool = True, **paths: str) -> SimpleNamespace:
+    """Read every input of a page (``metrics=...``, ``env=...``, ...), set the figure style
+    and, when there are metrics and provenance, show the run summary."""
+    from IPython.display import Markdown, display
+
+    style()
+    data = SimpleNamespace(**{name: read(path) for name, path in paths.items()})
+    if summary and hasattr(data, "metrics") and hasattr(data, "env"):
+        display(Markdown(run_summary(data.metrics, data.env)))
+    return data
+
+
+def ok(metrics: pd.DataFrame) -> pd.DataFrame:
+    return metrics[metrics["status"] == "ok"]
+
+
+def describe_case(row) -> str:
+    return (
+        f"B={row['batch']}, H={row['heads']}, d={row['head_dim']}, {row['dtype']}, "
+        f"{'causal' if row['causal'] else 'not causal'}"
+    )
+
+
+def device_label(env: dict) -> str:
+    if env.get("device") == "cuda":
+        return f"GPU: {env.get('gpu_name')} (driver {env.get('driver')}, CUDA {env.get('cuda')})"
+    return f"CPU: {env.get('cpu')} ({env.get('cpu_count')} cores) — CPU timings, not GPU ones"
+
+
+def run_summary(metrics: pd.DataFrame, env: dict) -> str:
+    counts = metrics["status"].value_counts()
+    versions = env.get("versions", {})
+    commit = (env.get("git") or {}).get("commit") or "unknown"
+    lines = [
+        f"**Run:** {device_label(env)}; torch {versions.get('torch')}, triton "
+        f"{versions.get('triton')}; commit `{commit[:12]}`; config `{env.get('config_hash')}`. "
+        f"{len(metrics)} points: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + "."
+    ]
+    bad = metrics[metrics["status"] != "ok"]
+    if not bad.empty:
+        reasons = bad.groupby(["status", "reason"]).size().reset_index(name="points")
+        lines.append("\n**Warning: not every point ran.**\n")
+        lines += [f"- {r.points} {r.status}: {r.reason}" for r in reasons.itertuples()]
+    return "\n".join(lines)

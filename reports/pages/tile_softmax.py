@@ -1,0 +1,76 @@
+"""Tile-softmax page: the seed's Figure 4 computed, the same scores under two denominators,
+and how wrong the tile-local kernel is against T and BLOCK_N (from the error table)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from reports.pages.common import load
+
+__all__ = ["load", "figure4_table", "example_figure", "error_heatmap", "case_text", "swept_errors"]
+
+
+def figure4_table(example: dict):
+    """First-position probabilities of the seed's three cases, as percentages."""
+    values, x = example["figure4"], example["scores"][2]
+    cases = ["row [0, 0, 0, 0]", f"row [0, 0, {x:g}, {x:g}]", "softmax of [0, 0] alone"]
+    keys = ["row_0000_first", "row_00xx_first", "first_two_only_first"]
+    frame = pd.DataFrame({"case": cases, "first probability": [values[k] for k in keys]})
+    return frame.style.format({"first probability": "{:.2%}"}).hide(axis="index")
+
+
+def example_figure(example: dict):
+    row, tile = example["scores"], example["tile"]
+    data = pd.DataFrame(
+        {
+            "key": list(range(len(row))) * 2,
+            "probability": example["whole_row"] + example["per_tile"],
+            "softmax": ["over the whole row"] * len(row) + [f"per tile of {tile}"] * len(row),
+        }
+    )
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    sns.barplot(data=data, x="key", y="probability", hue="softmax", ax=ax)
+    sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1))
+    for edge in range(tile, len(row), tile):
+        ax.axvline(edge - 0.5, color="black", ls=":")
+    ax.set(
+        xlabel=f"key position (scores {row}; dotted: tile edges)", title="The same scores, two denominators"
+    )
+    return fig
+
+
+def error_heatmap(errors: pd.DataFrame, impl: str):
+    data = errors[errors["impl"] == impl].pivot(index="tokens", columns="block_n", values="error")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    sns.heatmap(data, annot=True, fmt=".1e", cmap="rocket_r", ax=ax, cbar_kws={"label": "max |out − ref|"})
+    ax.set(xlabel="BLOCK_N", ylabel="tokens T", title=f"{impl}: error against float64")
+    return fig
+
+
+def case_text(errors: pd.DataFrame, env: dict) -> str:
+    """What the error map was computed on, read from the table and the run's provenance."""
+    where = "GPU, compiled" if env.get("device") == "cuda" else "CPU, Triton interpreter"
+    first = errors.iloc[0]
+    return (
+        f"Computed by the pipeline on **{where}**: {first['dtype']}, one head of "
+        f"d = {first['head_dim']}, BLOCK_M = {first['block_m']}, "
+        f"{'causal' if first['causal'] else 'not causal'}."
+    )
+
+
+def swept_errors(metrics: pd.DataFrame) -> pd.DataFrame:
+    swept = metrics[metrics["impl"].isin(["triton_tile_softmax", "triton_flash"])]
+    columns = [
+        "impl",
+        "tokens",
+        "head_dim",
+        "dtype",
+        "causal",
+        "block_m",
+        "block_n",
+        "max_abs_error",
+        "status",
+    ]
+    return swept[columns].sort_values(["tokens", "impl"]).reset_index(drop=True)

@@ -1,0 +1,149 @@
+"""Traffic page: the bytes each stage moves through global memory (model), the interpreter's
+count held against the model, DRAM against the model on a GPU, and the fused kernel's traffic
+against its block size."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from kernels.spec import TRITON_IMPLEMENTATIONS
+from reports.pages.common import MIB, describe_case, load, ok
+
+__all__ = [
+    "load",
+    "traffic_by_stage",
+    "stacked_traffic_figure",
+    "counted_vs_model",
+    "counted_summary",
+    "dram_figure",
+    "no_dram",
+    "block_case",
+    "block_figure",
+]
+
+STAGE_ORDER = ["Q load", "K load", "V load", "S store", "S load", "P store", "P load", "O store"]
+CASE = ["batch", "heads", "head_dim", "dtype", "causal", "block_m", "block_n"]
+
+
+def traffic_by_stage(stages: pd.DataFrame, column: str = "model_bytes") -> pd.DataFrame:
+    data = stages[stages["impl"].isin(TRITON_IMPLEMENTATIONS) & stages[column].notna()].copy()
+    if data.empty:
+        return data
+    data["stage"] = data["tensor"] + " " + data["op"]
+    data["MiB"] = data[column] / MIB
+    return data.groupby(["impl", "tokens", *CASE, "stage"], as_index=False)["MiB"].sum()
+
+
+def stacked_traffic_figure(by_stage: pd.DataFrame, impls=("triton_naive", "triton_flash")):
+    data = by_stage[by_stage["impl"].isin(impls)]
+    if data.empty:
+        return None
+    first = data.iloc[0]
+    data = data[(data[CASE] == first[CASE]).all(axis=1)]
+    table = data.pivot_table(
+        index=["tokens", "impl"], columns="stage", values="MiB", aggfunc="sum", fill_value=0.0
+    )
+    table = table[[s for s in STAGE_ORDER if s in table.columns]]
+    labels = [f"T={t:,}\n{i.replace('triton_', '')}" for t, i in table.index]
+    totals = table.sum(axis=1).to_numpy()
+    shares = table.div(totals, axis=0) * 100
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.1 * len(table)), 4.8))
+    bottom = np.zeros(len(table))
+    colors = sns.color_palette("tab10", len(table.columns))
+    for color, stage in zip(colors, table.columns, strict=True):
+        ax.bar(labels, shares[stage], bottom=bottom, label=stage, color=color)
+        bottom += shares[stage].to_numpy()
+    for x, total in enumerate(totals):
+        ax.annotate(f"{total:.3g} MiB", (x, 100), ha="center", va="bottom", fontsize="small")
+    ax.set(
+        ylim=(0, 112),
+        ylabel="share of the bytes moved (model, as issued), %",
+        title=f"Global traffic by stage, {describe_case(first)}, "
+        f"blocks {int(first['block_m'])}×{int(first['block_n'])}",
+    )
+    ax.legend(ncol=1, fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
+    return fig
+
+
+def counted_vs_model(metrics: pd.DataFrame) -> pd.DataFrame:
+    data = metrics.dropna(subset=["traffic_counted_bytes", "traffic_model_bytes"])
+    cols = [
+        "impl",
+        "tokens",
+        "head_dim",
+        "dtype",
+        "causal",
+        "block_m",
+        "block_n",
+        "traffic_model_bytes",
+        "traffic_counted_bytes",
+    ]
+    out = data[cols].copy()
+    out["counted / model"] = out["traffic_counted_bytes"] / out["traffic_model_bytes"]
+    return out.reset_index(drop=True)
+
+
+def counted_summary(counted: pd.DataFrame) -> str:
+    if counted.empty:
+        return "No point was counted in the interpreter (a GPU run, or no Triton point)."
+    exact = int((counted["traffic_counted_bytes"] == counted["traffic_model_bytes"]).sum())
+    return (
+        f"{exact} of {len(counted)} counted points moved exactly the bytes the model "
+        f"predicts (ratios from {counted['counted / model'].min():g} to "
+        f"{counted['counted / model'].max():g})."
+    )
+
+
+def dram_figure(metrics: pd.DataFrame, l2_bytes: int | None):
+    data = ok(metrics).dropna(subset=["dram_bytes", "traffic_model_bytes"]).copy()
+    if data.empty or not l2_bytes:
+        return None
+    data["DRAM / model"] = data["dram_bytes"] / data["traffic_model_bytes"]
+    data["S/P footprint / L2"] = (data["bytes_S"] + data["bytes_P"]) / l2_bytes
+    fig, ax = plt.subplots()
+    sns.scatterplot(data=data, x="S/P footprint / L2", y="DRAM / model", hue="impl", s=70, ax=ax)
+    ax.axvline(1.0, color="black", ls=":", label="footprint = L2 size")
+    ax.axhline(1.0, color="grey", ls="--", lw=1)
+    ax.set(xscale="symlog", title="Measured DRAM bytes against the model")
+    ax.legend()
+    return fig
+
+
+def no_dram(metrics: pd.DataFrame) -> str:
+    reasons = metrics["dram_reason"].dropna().unique()
+    why = "; ".join(reasons) if len(reasons) else "no DRAM measurement in these metrics"
+    return f"No DRAM measurement to show: {why}."
+
+
+def block_case(metrics: pd.DataFrame, curves: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """The longest swept case: (title, the model's curve over block sizes, the fused points
+    counted at that case with square blocks and one head)."""
+    largest = metrics.sort_values("tokens").iloc[-1]
+    same = ["tokens", "head_dim", "dtype", "causal"]
+    curve = curves[(curves[same] == largest[same]).all(axis=1)]
+    curve = curve.assign(MiB=curve["bytes"] / MIB)[["block", "MiB"]].reset_index(drop=True)
+    flash = metrics[
+        (metrics["impl"] == "triton_flash")
+        & (metrics[same] == largest[same]).all(axis=1)
+        & (metrics["block_m"] == metrics["block_n"])
+        & (metrics["batch"] * metrics["heads"] == 1)
+    ]
+    measured = flash.dropna(subset=["traffic_counted_bytes"])
+    measured = measured.assign(MiB=measured["traffic_counted_bytes"] / MIB)
+    return f"triton_flash at T = {int(largest['tokens']):,}, one head", curve, measured
+
+
+def block_figure(curve: pd.DataFrame, measured: pd.DataFrame, title: str):
+    fig, ax = plt.subplots()
+    ax.plot(curve["block"], curve["MiB"], marker="o", label="model (BLOCK_M = BLOCK_N)")
+    if not measured.empty:
+        ax.scatter(
+            measured["block_m"], measured["MiB"], color="black", zorder=5, label="counted in the interpreter"
+        )
+    ax.set(xscale="log", xlabel="block size", ylabel="global traffic, MiB", title=title)
+    ax.set_xscale("log", base=2)
+    ax.legend()
+    return fig

@@ -1,0 +1,223 @@
+"""The project's shape: one place for every allowed value, documented configuration, imports
+that run one way, a command line that answers without torch, and a Triton mode that a
+laptop gets right without being told."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_run import ROOT, env
+
+from kernels import spec
+
+SCHEMA = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+
+
+def leaves(schema: dict, prefix: str = ""):
+    """(dotted key, schema) of every configurable value."""
+    for name, prop in schema["properties"].items():
+        key = f"{prefix}{name}"
+        if prop.get("type") == "object":
+            yield from leaves(prop, key + ".")
+        else:
+            yield key, prop
+
+
+def prop(key: str) -> dict:
+    return dict(leaves(SCHEMA))[key]
+
+
+def test_schema_lists_are_the_allowed_values_of_the_package():
+    assert prop("device")["enum"] == list(spec.DEVICES)
+    assert prop("interpreter_limit")["default"] == spec.DEFAULT_INTERPRETER_LIMIT
+    assert prop("build.targets")["items"]["enum"] == list(spec.GPU_TARGETS)
+    assert prop("build.targets")["default"] == list(spec.DEFAULT_TARGETS)
+    assert prop("sweep.impls")["items"]["enum"] == list(spec.IMPLEMENTATIONS)
+    assert prop("sweep.impls")["default"] == list(spec.DEFAULT_IMPLEMENTATIONS)
+    assert prop("sweep.head_dim")["items"]["enum"] == list(spec.HEAD_DIMS)
+    assert prop("sweep.dtype")["items"]["enum"] == list(spec.DTYPES)
+    assert prop("sweep.blocks")["items"]["items"]["enum"] == list(spec.BLOCK_SIZES)
+    assert prop("sweep.blocks")["default"] == [[spec.DEFAULT_BLOCK, spec.DEFAULT_BLOCK]]
+
+
+def flow(value) -> str:
+    """A default as the README writes it: YAML's flow style."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def readme_rows() -> dict[str, tuple[str, str]]:
+    rows = {}
+    for line in (ROOT / "config" / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), cells[2])
+    return rows
+
+
+def allowed_words(schema: dict) -> list[str]:
+    """What the README's 'allowed' column must name for a key."""
+    inner = schema.get("items", schema)
+    inner = inner.get("items", inner)  # blocks: pairs of enums
+    if "enum" in inner:
+        return [flow(v) for v in inner["enum"]]
+    if inner.get("type") == "boolean":
+        return ["true", "false"]
+    words = ["integer"]
+    if "minimum" in inner:
+        words.append(f"≥ {inner['minimum']}")
+    if "null" in inner.get("type", []):
+        words.append("null")
+    return words
+
+
+def test_config_readme_documents_every_key_with_its_default():
+    rows = readme_rows()
+    keys = [key for key, _ in leaves(SCHEMA)]
+    assert sorted(rows) == sorted(keys), "config/README.md and the schema list different keys"
+    for key, schema in leaves(SCHEMA):
+        default, allowed = rows[key]
+        assert default == flow(schema["default"]), key
+        for word in allowed_words(schema):
+            assert word in allowed, f"{key}: README's allowed values lack {word!r}"
+
+
+def test_help_lists_every_command_with_defaults_and_imports_no_torch():
+    from kernels.cli import COMMANDS
+
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kernels", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert not {"torch", "triton", "numpy"} & imported
+    for name in COMMANDS:
+        assert re.search(rf"^  {name}: ", done.stdout, re.M), name
+    assert f"--interpreter-limit={spec.DEFAULT_INTERPRETER_LIMIT}" in done.stdout
+
+
+PLANNING_IMPORT = re.compile(r"^\s*(?:from|import)\s+(kernels[\w.]*)", re.M)
+
+
+def test_workflow_plans_with_the_study_layer_and_spec_only():
+    files = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
+    found = {m for f in files for m in PLANNING_IMPORT.findall(f.read_text())}
+    assert found and all(m == "kernels.spec" or m.startswith("kernels.study") for m in found), found
+    assert not re.search(r"sys\.path|PYTHONPATH", "".join(f.read_text() for f in files))
+
+
+def test_planning_a_sweep_needs_no_torch(tmp_path, no_torch):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "-n",
+            "--cores",
+            "1",
+            "--configfile",
+            str(ROOT / "config" / "config.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=no_torch,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"^measure\s+\d+$", done.stdout, re.M)
+
+
+def test_the_import_contracts_catch_a_wrong_import(tmp_path):
+    """lint-imports is real: a report module importing the implementations breaks it."""
+    copy = tmp_path / "tree"
+    for part in ("kernels", "reports"):
+        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    lint = Path(sys.executable).parent / "lint-imports"
+    clean = subprocess.run(
+        [str(lint)],
+        capture_output=True,
+        text=True,
+        cwd=copy,
+        timeout=120,
+        env=env() | {"PYTHONPATH": str(copy)},
+    )
+    assert clean.returncode == 0, clean.stdout[-2000:]
+    (copy / "reports" / "pages" / "storage.py").write_text(
+        (copy / "reports" / "pages" / "storage.py").read_text() + "\nimport kernels.impl.registry\n"
+    )
+    broken = subprocess.run(
+        [str(lint)],
+        capture_output=True,
+        text=True,
+        cwd=copy,
+        timeout=120,
+        env=env() | {"PYTHONPATH": str(copy)},
+    )
+    assert broken.returncode != 0 and "reports.pages.storage -> kernels.impl.registry" in broken.stdout
+
+
+# --- the Triton mode a laptop gets -----------------------------------------------------------
+
+
+def run_flash(extra_env: dict) -> subprocess.CompletedProcess:
+    code = (
+        "import torch, kernels; from kernels.impl import mode\n"
+        "q = torch.randn(1, 1, 8, 16)\n"
+        "out = kernels.attention(q, q, q, impl='triton_flash', causal=True)\n"
+        "print('interpret', mode.interpret(), float(out.abs().sum()) > 0)"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("ATTNIO_INTERPRET", "TRITON_INTERPRET")}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=clean | extra_env, timeout=300
+    )
+
+
+def test_no_switch_and_no_gpu_means_the_interpreter():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = run_flash({})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "interpret True True" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "switches, works",
+    [
+        ({"TRITON_INTERPRET": "1"}, True),  # Triton's own switch is honoured
+        ({"TRITON_INTERPRET": "0"}, False),  # compiled, so CPU tensors are refused
+        ({"ATTNIO_INTERPRET": "0", "TRITON_INTERPRET": "1"}, False),  # attnio's switch wins
+        ({"ATTNIO_INTERPRET": "1", "TRITON_INTERPRET": "0"}, True),
+    ],
+)
+def test_switches_in_order(switches, works):
+    done = run_flash(switches)
+    if works:
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "interpret True True" in done.stdout
+    else:
+        assert done.returncode != 0
+        assert "compiled Triton kernels take CUDA tensors" in done.stderr
+
+
+def test_record_schema_ships_inside_the_package():
+    from importlib import resources
+
+    schema = json.loads((resources.files("kernels.io") / "metrics.schema.json").read_text())
+    assert schema["type"] == "object" and "status" in schema["properties"]
+    assert not (ROOT / "workflow" / "schemas" / "metrics.schema.json").exists()
