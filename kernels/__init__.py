@@ -4,8 +4,9 @@
 shape (B, H, T, d). Importing this package imports neither torch nor triton, so a program can
 still choose the Triton mode (``kernels.impl.mode.set_interpret``) after ``import kernels``.
 
-Layers (imports run downwards only; ``make test`` checks them with import-linter):
-``cli`` → ``measure`` | ``build`` → ``impl`` → ``study`` → ``io`` | ``spec``.
+Layers (imports run downwards only; ``make lint`` checks them with import-linter): ``cli``
+over ``measure`` and ``build``, over ``impl`` (which imports only ``spec``), over ``study`` (no
+torch, no triton), over ``io`` and ``spec``. ``_compat`` holds every private internal.
 """
 
 from __future__ import annotations

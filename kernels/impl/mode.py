@@ -15,7 +15,7 @@ refuses CPU tensors, interpreter mode refuses CUDA tensors.
 from __future__ import annotations
 
 import os
-import warnings
+import sys
 
 SWITCH = "ATTNIO_INTERPRET"
 TRITON_SWITCH = "TRITON_INTERPRET"
@@ -42,13 +42,6 @@ _fixed: bool | None = None
 
 def _decide() -> bool:
     if _chosen is not None:
-        triton_value = _read(TRITON_SWITCH)
-        if triton_value is not None and triton_value != _chosen:
-            warnings.warn(
-                f"{SWITCH} asks for interpret={_chosen} and wins over "
-                f"{TRITON_SWITCH}={os.environ[TRITON_SWITCH]}",
-                stacklevel=3,
-            )
         return _chosen
     triton_value = _read(TRITON_SWITCH)
     if triton_value is not None:
@@ -62,9 +55,21 @@ def fix() -> bool:
     """Decide the mode (once) and mirror it into TRITON_INTERPRET; returns interpret."""
     global _fixed
     if _fixed is None:
-        _fixed = _decide()
-        os.environ[TRITON_SWITCH] = "1" if _fixed else "0"
+        decided = _decide()
+        imported_with = _read(TRITON_SWITCH) or False
+        if "triton" in sys.modules and imported_with != decided:
+            raise RuntimeError(
+                f"triton was imported with {TRITON_SWITCH}={int(imported_with)}, but attnio's "
+                f"mode is interpret={decided}: set {SWITCH} (or {TRITON_SWITCH}) before importing "
+                "triton"
+            )
+        _fixed = decided
+        _mirror(decided)
     return _fixed
+
+
+def _mirror(interpret: bool) -> None:
+    os.environ[TRITON_SWITCH] = "1" if interpret else "0"
 
 
 def interpret() -> bool:
@@ -82,8 +87,13 @@ def set_interpret(flag: bool) -> None:
         )
     _chosen = flag
     os.environ[SWITCH] = "1" if flag else "0"
+    _mirror(flag)
 
 
 def describe() -> str:
     """A short label for tables and records."""
     return "triton-interpreter" if interpret() else "triton-compiled"
+
+
+if _chosen is not None:  # an explicit choice is mirrored at once, before anything imports triton
+    _mirror(_chosen)

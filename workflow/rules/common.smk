@@ -55,3 +55,49 @@ def times_on_this_machine(impl):
     """Jobs that time kernels take the machine for themselves: every GPU job, and on a CPU
     the torch paths (the interpreter is never timed, so its jobs run side by side)."""
     return 1 if ON_GPU or impl not in TRITON_IMPLEMENTATIONS else 0
+
+
+# --- inputs and resources of the rules (evaluated per job) ---
+
+
+def validation_of(wildcards):
+    return output_of(rules.validate.output[0], point_of(wildcards))
+
+
+def builds_of(wildcards):
+    """The build result a point depends on (none for the torch paths or without targets)."""
+    point = point_of(wildcards)
+    if point.build_name not in BUILD_JOBS:
+        return []
+    return [output_of(rules.build.output.json, point)]
+
+
+def measure_mem_mb(wildcards):
+    from kernels.study.cost import predicted_bytes
+
+    need = predicted_bytes(point_of(wildcards))
+    return max(1024, int(need / 2**20 * 1.25) + 512)
+
+
+def report_inputs(wildcards):
+    """The results files a report reads, by the name of its notebook parameter."""
+    common = {
+        "metrics": rules.collect.output.parquet,
+        "env": rules.env.output[0],
+    }
+    own = {
+        "build": {"builds": rules.build_table.output[0]},
+        "storage": common | {"sizes": rules.model.output.sizes},
+        "traffic": common
+        | {
+            "stages": rules.collect.output.stages,
+            "block_traffic": rules.model.output.block_traffic,
+        },
+        "tile_softmax": common
+        | {"example": rules.model.output.example, "tile_errors": rules.tile_errors.output[0]},
+    }
+    return own.get(wildcards.report, common)
+
+
+def papermill_parameters(wildcards, input):
+    return " ".join(f"-p {name} {shlex.quote(input[name])}" for name in report_inputs(wildcards))

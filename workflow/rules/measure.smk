@@ -1,22 +1,3 @@
-def validation_of(wildcards):
-    return output_of(rules.validate.output[0], point_of(wildcards))
-
-
-def builds_of(wildcards):
-    """The build result a point depends on (none for the torch paths or without targets)."""
-    point = point_of(wildcards)
-    if point.build_name not in BUILD_JOBS:
-        return []
-    return [output_of(rules.build.output.json, point)]
-
-
-def measure_mem_mb(wildcards):
-    from kernels.study.cost import predicted_bytes
-
-    need = predicted_bytes(point_of(wildcards))
-    return max(1024, int(need / 2**20 * 1.25) + 512)
-
-
 rule measure:
     """One sweep point → one JSON record (ok, skipped with its reason, or failed)."""
     input:

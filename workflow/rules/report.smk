@@ -1,27 +1,3 @@
-def report_inputs(wildcards):
-    """The results files a report reads, by the name of its notebook parameter."""
-    common = {
-        "metrics": rules.collect.output.parquet,
-        "env": rules.env.output[0],
-    }
-    own = {
-        "build": {"builds": rules.build_table.output[0]},
-        "storage": common | {"sizes": rules.model.output.sizes},
-        "traffic": common
-        | {
-            "stages": rules.collect.output.stages,
-            "block_traffic": rules.model.output.block_traffic,
-        },
-        "tile_softmax": common
-        | {"example": rules.model.output.example, "tile_errors": rules.tile_errors.output[0]},
-    }
-    return own.get(wildcards.report, common)
-
-
-def papermill_parameters(wildcards, input):
-    return " ".join(f"-p {name} {shlex.quote(input[name])}" for name in report_inputs(wildcards))
-
-
 rule report_notebook:
     """Execute one report template with papermill. The executed notebook is kept under
     logs/ even when a cell fails; the result is copied into place only on success."""
