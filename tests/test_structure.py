@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_run import ROOT, env
+from workflow_run import ROOT, env, snakemake
 
 from kernels import spec
 
@@ -115,27 +115,8 @@ def test_workflow_plans_with_the_study_layer_and_spec_only():
 
 
 def test_planning_a_sweep_needs_no_torch(tmp_path, no_torch):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(ROOT / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            "-n",
-            "--cores",
-            "1",
-            "--configfile",
-            str(ROOT / "config" / "config.yaml"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=no_torch,
-        cwd=tmp_path,
-    )
+    config = str(ROOT / "config" / "config.yaml")
+    done = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", config, environment=no_torch)
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"^measure\s+\d+$", done.stdout, re.M)
 
@@ -221,3 +202,17 @@ def test_record_schema_ships_inside_the_package():
     schema = json.loads((resources.files("kernels.io") / "metrics.schema.json").read_text())
     assert schema["type"] == "object" and "status" in schema["properties"]
     assert not (ROOT / "workflow" / "schemas" / "metrics.schema.json").exists()
+
+
+def test_compat_names_the_feature_and_version_it_was_not_written_for(monkeypatch):
+    import triton
+
+    from kernels import _compat
+
+    _compat.require("triton", "counting interpreter traffic")  # the installed release is known
+    monkeypatch.setattr(triton, "__version__", "9.1.0")
+    with pytest.raises(_compat.CompatError) as err:
+        _compat.require("triton", "counting interpreter traffic")
+    message = str(err.value)
+    assert "counting interpreter traffic" in message and "triton 9.1.0" in message
+    assert "3.6 and 3.7" in message

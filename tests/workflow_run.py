@@ -14,7 +14,9 @@ def env() -> dict:
     return clean | {"PATH": path}
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, timeout: int = 600, environment: dict | None = None
+) -> subprocess.CompletedProcess:
     command = [
         sys.executable,
         "-m",
@@ -25,4 +27,6 @@ def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.Compl
         str(workdir),
         *args,
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env(), cwd=workdir)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=environment or env(), cwd=workdir
+    )

@@ -1,6 +1,8 @@
 # Shared by every rule: the resolved device and the sweep's points, planned by the package's
 # study layer (no torch, no triton) with the allowed values of kernels.spec.
 from pathlib import Path
+import ast
+import json
 import shlex
 
 from kernels.spec import TRITON_IMPLEMENTATIONS
@@ -79,24 +81,23 @@ def measure_mem_mb(wildcards):
     return max(1024, int(need / 2**20 * 1.25) + 512)
 
 
+def notebook_parameters(template):
+    """The parameters cell of a report template as {name: default}: the results files the
+    report reads, so that the notebook alone says what it needs."""
+    cells = json.loads(Path(template).read_text())["cells"]
+    cell = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    body = ast.parse("".join(cell["source"])).body
+    return {a.targets[0].id: ast.literal_eval(a.value) for a in body if isinstance(a, ast.Assign)}
+
+
+REPORT_INPUTS = {
+    name: notebook_parameters(Path(workflow.basedir, "reports", f"{name}.ipynb"))
+    for name in REPORTS
+}
+
+
 def report_inputs(wildcards):
-    """The results files a report reads, by the name of its notebook parameter."""
-    common = {
-        "metrics": rules.collect.output.parquet,
-        "env": rules.env.output[0],
-    }
-    own = {
-        "build": {"builds": rules.build_table.output[0]},
-        "storage": common | {"sizes": rules.model.output.sizes},
-        "traffic": common
-        | {
-            "stages": rules.collect.output.stages,
-            "block_traffic": rules.model.output.block_traffic,
-        },
-        "tile_softmax": common
-        | {"example": rules.model.output.example, "tile_errors": rules.tile_errors.output[0]},
-    }
-    return own.get(wildcards.report, common)
+    return REPORT_INPUTS[wildcards.report]
 
 
 def papermill_parameters(wildcards, input):
