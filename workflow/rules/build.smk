@@ -22,10 +22,10 @@ rule build:
 rule build_table:
     """Every build record into results/build.csv: a row per kernel variant and target."""
     input:
-        [
+        sorted(
             output_of(rules.build.output.json, Point.from_name(names[0]))
             for names in BUILD_JOBS.values()
-        ],
+        ),
     output:
         f"{RESULTS}/build.csv",
     log:
