@@ -34,8 +34,10 @@ ARTIFACTS = ("ptx", "cubin", "sass", "resources")
 
 def require_compiled_mode() -> None:
     if mode.interpret():
-        raise RuntimeError(f"building needs compiled Triton, but {mode.SWITCH}=1 selected the "
-                           "interpreter; run `python -m kernels build` (it selects compiled mode)")
+        raise RuntimeError(
+            f"building needs compiled Triton, but {mode.SWITCH}=1 selected the "
+            "interpreter; run `python -m kernels build` (it selects compiled mode)"
+        )
 
 
 def specialize(launch: Launch, target):
@@ -49,10 +51,14 @@ def describe(launch: Launch, src) -> dict:
     constants = {names[path[0]]: value for path, value in src.constants.items()}
     types = sorted({t for t in src.signature.values() if t != "constexpr"})
     aligned = sorted(names[path[0]] for path, attr in src.attrs.items() if attr)
-    return {"kernel": launch.name, "constants": constants, "argument_types": types,
-            "aligned_16": aligned,
-            "num_warps": launch.options.get("num_warps", 4),
-            "num_stages": launch.options.get("num_stages")}
+    return {
+        "kernel": launch.name,
+        "constants": constants,
+        "argument_types": types,
+        "aligned_16": aligned,
+        "num_warps": launch.options.get("num_warps", 4),
+        "num_stages": launch.options.get("num_stages"),
+    }
 
 
 def variant_id(description: dict) -> str:
@@ -84,8 +90,11 @@ def compile_variant(launch: Launch, target_name: str, artifacts: Path) -> dict:
     target = gpu_target(target_name)
     src, options = specialize(launch, target)
     record = describe(launch, src)
-    record |= {"variant": variant_id(record), "target": target_name,
-               "num_stages": options.num_stages}  # the backend's default when not given
+    record |= {
+        "variant": variant_id(record),
+        "target": target_name,
+        "num_stages": options.num_stages,
+    }  # the backend's default when not given
     log = io.StringIO()
     started = time.perf_counter()
     try:
@@ -94,8 +103,11 @@ def compile_variant(launch: Launch, target_name: str, artifacts: Path) -> dict:
             knobs.compilation.always_compile = True  # honest compile time; cache still written
             compiled = triton_compile(src, target=target, options=options.__dict__)
     except Exception as err:  # noqa: BLE001 - the compiler's message is the record
-        return record | {"status": "failed", "reason": compiler_message(err),
-                         "compile_s": time.perf_counter() - started}
+        return record | {
+            "status": "failed",
+            "reason": compiler_message(err),
+            "compile_s": time.perf_counter() - started,
+        }
     record["compile_s"] = time.perf_counter() - started
     return record | inspect(compiled, log.getvalue(), target_name, artifacts / record["variant"])
 
@@ -144,8 +156,7 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
     }
 
 
-def build(points: list[Point], target_names: list[str], artifacts: Path,
-          progress=None) -> dict:
+def build(points: list[Point], target_names: list[str], artifacts: Path, progress=None) -> dict:
     """Every distinct launch of ``points`` compiled for every target. Returns
     {"targets", "triton", "points": {point name: [variant ids]}, "variants": [records]}."""
     import triton
@@ -169,5 +180,4 @@ def build(points: list[Point], target_names: list[str], artifacts: Path,
             records.append(record)
             if progress:
                 progress(record)
-    return {"targets": list(target_names), "triton": triton.__version__, "points": needs,
-            "variants": records}
+    return {"targets": list(target_names), "triton": triton.__version__, "points": needs, "variants": records}

@@ -14,8 +14,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-INSTRUCTION_CLASSES = ("HMMA", "HGMMA", "LDG", "STG", "LDGSTS", "UTMALDG", "UTMASTG",
-                       "LDS", "STS", "LDSM", "LDL", "STL")
+INSTRUCTION_CLASSES = (
+    "HMMA",
+    "HGMMA",
+    "LDG",
+    "STG",
+    "LDGSTS",
+    "UTMALDG",
+    "UTMASTG",
+    "LDS",
+    "STS",
+    "LDSM",
+    "LDL",
+    "STL",
+)
 MEMORY_CLASSES = ("LDG", "STG", "LDGSTS", "LDS", "STS", "LDL", "STL")
 TENSOR_CORE_CLASSES = ("HMMA", "HGMMA")
 _WIDTHS = {"128": 128, "64": 64, "U16": 16, "S16": 16, "U8": 8, "S8": 8}

@@ -13,19 +13,52 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.io.atomic import write_atomic
 from kernels.build.sass import INSTRUCTION_CLASSES, TENSOR_CORE_CLASSES
+from kernels.io.atomic import write_atomic
 
-CONSTANT_COLUMNS = {"HEAD_DIM": "head_dim", "BLOCK_M": "block_m", "BLOCK_N": "block_n",
-                    "CAUSAL": "causal", "CARRY_STATS": "carry_stats", "ROW_BLOCK": "row_block",
-                    "BLOCK_R": "block_r"}
-COLUMNS = ["target", "kernel", "variant", "status", "reason", "dtype", "head_dim", "block_m",
-           "block_n", "causal", "carry_stats", "row_block", "block_r", "tokens_aligned",
-           "num_warps", "num_stages",
-           "compile_s", "registers", "stack_bytes", "local_bytes", "spill_store_bytes",
-           "spill_load_bytes", "static_shared_bytes", "dynamic_shared_bytes", "shared_bytes",
-           "blocks_per_sm", "occupancy_limited_by", "warps_per_sm", "occupancy", "tensor_core",
-           "points", "cubin"]
+CONSTANT_COLUMNS = {
+    "HEAD_DIM": "head_dim",
+    "BLOCK_M": "block_m",
+    "BLOCK_N": "block_n",
+    "CAUSAL": "causal",
+    "CARRY_STATS": "carry_stats",
+    "ROW_BLOCK": "row_block",
+    "BLOCK_R": "block_r",
+}
+COLUMNS = [
+    "target",
+    "kernel",
+    "variant",
+    "status",
+    "reason",
+    "dtype",
+    "head_dim",
+    "block_m",
+    "block_n",
+    "causal",
+    "carry_stats",
+    "row_block",
+    "block_r",
+    "tokens_aligned",
+    "num_warps",
+    "num_stages",
+    "compile_s",
+    "registers",
+    "stack_bytes",
+    "local_bytes",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "static_shared_bytes",
+    "dynamic_shared_bytes",
+    "shared_bytes",
+    "blocks_per_sm",
+    "occupancy_limited_by",
+    "warps_per_sm",
+    "occupancy",
+    "tensor_core",
+    "points",
+    "cubin",
+]
 
 
 def rows(result: dict) -> list[dict]:
@@ -46,8 +79,9 @@ def rows(result: dict) -> list[dict]:
         mix = record.get("instructions") or {}
         for key, count in mix.items():
             row[f"sass_{key.replace('.', '_')}"] = count
-        row["tensor_core"] = (", ".join(c for c in TENSOR_CORE_CLASSES if mix.get(c))
-                              or ("none" if mix else None))
+        row["tensor_core"] = ", ".join(c for c in TENSOR_CORE_CLASSES if mix.get(c)) or (
+            "none" if mix else None
+        )
         out.append(row)
     return out
 

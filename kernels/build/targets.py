@@ -30,12 +30,15 @@ class Target:
     register_unit: int = 256  # registers are allocated per warp in units of this
 
 
-TARGETS: dict[str, Target] = {t.name: t for t in (
-    Target("sm_80", 80, "A100", 2048, 32, 65536, 167936, 166912),
-    Target("sm_86", 86, "A10, RTX 30xx", 1536, 16, 65536, 102400, 101376),
-    Target("sm_89", 89, "L4, L40, RTX 40xx", 1536, 24, 65536, 102400, 101376),
-    Target("sm_90", 90, "H100, H200", 2048, 32, 65536, 233472, 232448),
-)}
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("sm_80", 80, "A100", 2048, 32, 65536, 167936, 166912),
+        Target("sm_86", 86, "A10, RTX 30xx", 1536, 16, 65536, 102400, 101376),
+        Target("sm_89", 89, "L4, L40, RTX 40xx", 1536, 24, 65536, 102400, 101376),
+        Target("sm_90", 90, "H100, H200", 2048, 32, 65536, 233472, 232448),
+    )
+}
 assert tuple(TARGETS) == GPU_TARGETS, "kernels.spec.GPU_TARGETS names the targets tabled here"
 
 
@@ -47,8 +50,9 @@ def parse_target(name: str) -> int:
     """'sm_90' → 90; any sm_NN Triton can build for is accepted, known or not."""
     match = re.fullmatch(r"sm_(\d{2,3})", name)
     if not match:
-        raise ValueError(f"target={name!r}: expected sm_ followed by the compute capability, "
-                         f"e.g. {', '.join(TARGETS)}")
+        raise ValueError(
+            f"target={name!r}: expected sm_ followed by the compute capability, e.g. {', '.join(TARGETS)}"
+        )
     return int(match.group(1))
 
 
@@ -56,15 +60,16 @@ def shared_memory_problem(target: Target | None, shared_bytes: int) -> str | Non
     """Why a block using ``shared_bytes`` cannot launch on the target (None if it can)."""
     if target is None or shared_bytes <= target.max_shared_per_block:
         return None
-    return (f"out of resource: shared memory, required {shared_bytes:,} B per block, "
-            f"{target.name} allows {target.max_shared_per_block:,} B")
+    return (
+        f"out of resource: shared memory, required {shared_bytes:,} B per block, "
+        f"{target.name} allows {target.max_shared_per_block:,} B"
+    )
 
 
 def occupancy(target: Target | None, registers: int, num_warps: int, shared_bytes: int) -> dict:
     """Resident blocks per SM and what limits them; nulls for a target without a table."""
     if target is None:
-        return {"blocks_per_sm": None, "occupancy_limited_by": None, "warps_per_sm": None,
-                "occupancy": None}
+        return {"blocks_per_sm": None, "occupancy_limited_by": None, "warps_per_sm": None, "occupancy": None}
     threads = num_warps * 32
     regs_per_warp = math.ceil(max(registers, 1) * 32 / target.register_unit) * target.register_unit
     limits = {
@@ -78,5 +83,9 @@ def occupancy(target: Target | None, registers: int, num_warps: int, shared_byte
     limited_by = min(limits, key=limits.get)
     blocks = limits[limited_by]
     warps = blocks * num_warps
-    return {"blocks_per_sm": blocks, "occupancy_limited_by": limited_by, "warps_per_sm": warps,
-            "occupancy": warps * 32 / target.max_threads_per_sm}
+    return {
+        "blocks_per_sm": blocks,
+        "occupancy_limited_by": limited_by,
+        "warps_per_sm": warps,
+        "occupancy": warps * 32 / target.max_threads_per_sm,
+    }

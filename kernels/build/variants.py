@@ -31,7 +31,6 @@ def point_launches(point: Point) -> list[Launch]:
     bm, bn = point.block_m, point.block_n
     if point.impl == "triton_naive":
         s, p = naive.sp_tensors(q, point.sp_dtype)
-        return naive.naive_launches(q, k, v, s, p, o, point.causal, bm, bn,
-                                           point.max_row_block)
+        return naive.naive_launches(q, k, v, s, p, o, point.causal, bm, bn, point.max_row_block)
     carry = point.impl == "triton_flash"
     return [flash.attention_fwd_launch(q, k, v, o, point.causal, bm, bn, carry)]
