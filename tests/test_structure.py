@@ -127,27 +127,23 @@ def test_the_import_contracts_catch_a_wrong_import(tmp_path):
     for part in ("kernels", "reports"):
         shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
-    lint = Path(sys.executable).parent / "lint-imports"
-    clean = subprocess.run(
-        [str(lint)],
-        capture_output=True,
-        text=True,
-        cwd=copy,
-        timeout=120,
-        env=env() | {"PYTHONPATH": str(copy)},
-    )
+
+    def lint_imports() -> subprocess.CompletedProcess:
+        lint = Path(sys.executable).parent / "lint-imports"
+        return subprocess.run(
+            [str(lint)],
+            capture_output=True,
+            text=True,
+            cwd=copy,
+            timeout=120,
+            env=env() | {"PYTHONPATH": str(copy)},
+        )
+
+    clean = lint_imports()
     assert clean.returncode == 0, clean.stdout[-2000:]
-    (copy / "reports" / "pages" / "storage.py").write_text(
-        (copy / "reports" / "pages" / "storage.py").read_text() + "\nimport kernels.impl.registry\n"
-    )
-    broken = subprocess.run(
-        [str(lint)],
-        capture_output=True,
-        text=True,
-        cwd=copy,
-        timeout=120,
-        env=env() | {"PYTHONPATH": str(copy)},
-    )
+    page = copy / "reports" / "pages" / "storage.py"
+    page.write_text(page.read_text() + "\nimport kernels.impl.registry\n")
+    broken = lint_imports()
     assert broken.returncode != 0 and "reports.pages.storage -> kernels.impl.registry" in broken.stdout
 
 
