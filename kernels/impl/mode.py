@@ -51,8 +51,9 @@ def _decide() -> bool:
     return not torch.cuda.is_available()
 
 
-def fix() -> bool:
-    """Decide the mode (once) and mirror it into TRITON_INTERPRET; returns interpret."""
+def interpret() -> bool:
+    """Whether Triton kernels run in the interpreter: decided once, on first use, and mirrored
+    into TRITON_INTERPRET."""
     global _fixed
     if _fixed is None:
         decided = _decide()
@@ -70,11 +71,6 @@ def fix() -> bool:
 
 def _mirror(interpret: bool) -> None:
     os.environ[TRITON_SWITCH] = "1" if interpret else "0"
-
-
-def interpret() -> bool:
-    """Whether Triton kernels run in the interpreter (fixes the mode if not yet fixed)."""
-    return fix()
 
 
 def set_interpret(flag: bool) -> None:

@@ -2,7 +2,7 @@
 
 from kernels.impl import mode
 
-INTERPRET: bool = mode.fix()  # must precede the first @triton.jit of attnio
+INTERPRET: bool = mode.interpret()  # must precede the first @triton.jit of attnio
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
