@@ -15,15 +15,19 @@ from pathlib import Path
 
 from kernels.spec import (
     BLOCK_SIZES,
+    CALL_BUDGET_SECONDS,
     DEFAULT_BLOCK,
+    DEFAULT_INPUTS,
     DEFAULT_INTERPRETER_LIMIT,
     DEFAULT_TARGETS,
     DEVICES,
     DTYPES,
     HEAD_DIMS,
     IMPLEMENTATIONS,
+    INPUTS,
+    JOB_LIMIT_SECONDS,
 )
-from kernels.study.point import Point, add_cli_arguments, positive_int
+from kernels.study.point import Point, add_cli_arguments, positive_int, seed_int
 
 DEVICE_HELP = "auto: cuda when torch sees a GPU, else cpu (Triton through its interpreter)"
 
@@ -76,9 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_tile_errors_arguments(
         command("tile-errors", "tile-local and fused kernel against float64 over T and BLOCK_N (CSV)")
     )
+    add_ceilings_arguments(command("ceilings", "the machine's copy bandwidth and matrix-product rate (JSON)"))
     add_cli_arguments(command("ncu-target", "(internal) one call of a point for Nsight Compute"))
     for name in ("measure", "ncu-target"):
-        sub.choices[name].add_argument("--seed", type=int, default=0, help="inputs' random seed")
+        sub.choices[name].add_argument("--seed", type=seed_int, default=0, help="inputs' random seed")
     parser.epilog = defaults_summary(sub.choices)
     return parser
 
@@ -120,9 +125,10 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--batch", type=positive_int, default=1, help="B for --tokens shapes")
     cmd.add_argument("--heads", type=positive_int, default=2, help="H for --tokens shapes")
+    cmd.add_argument("--inputs", choices=INPUTS, default=DEFAULT_INPUTS, help="what --tokens shapes hold")
     cmd.add_argument("--block-m", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
-    cmd.add_argument("--seed", type=int, default=0)
+    cmd.add_argument("--seed", type=seed_int, default=0)
     cmd.add_argument("--json", metavar="PATH", help="also write every result as JSON (atomically)")
     cmd.add_argument("--quiet", action="store_true", help="print the table only at the end")
     cmd.add_argument(
@@ -161,7 +167,31 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
         metavar="TARGET",
         help="the targets --require-build must hold for (default: all it built)",
     )
+    cmd.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch's thread count (at most the cores this process may use; default: torch's own)",
+    )
+    cmd.add_argument(
+        "--ceilings",
+        metavar="JSON",
+        help="the machine's measured rates (python -m kernels ceilings); a point predicted to "
+        "take longer than --budget-seconds per call is then skipped",
+    )
+    cmd.add_argument("--budget-seconds", type=float, default=CALL_BUDGET_SECONDS, help="see --ceilings")
+    cmd.add_argument(
+        "--time-limit",
+        type=float,
+        default=JOB_LIMIT_SECONDS,
+        help="seconds after which the measurement stops and the record says failed (0: none)",
+    )
     cmd.add_argument("--out", required=True, help="JSON record to write (atomically)")
+
+
+def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
+    cmd.add_argument("--threads", type=positive_int, help="torch's thread count (default: torch's own)")
+    cmd.add_argument("--out", required=True, help="JSON to write (atomically)")
 
 
 def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -170,7 +200,7 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
         nargs="+",
         required=True,
         metavar="NAME",
-        help="sweep points by name, e.g. triton_flash/float16/B1-H1-T1024-d64-causal-bm64-bn64",
+        help="sweep points by name, e.g. triton_flash/float16/B1-H1-T1024-d64-causal-bm64-bn64-normal",
     )
     cmd.add_argument(
         "--target",
@@ -188,7 +218,7 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def add_tile_errors_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
-    cmd.add_argument("--seed", type=int, default=0)
+    cmd.add_argument("--seed", type=seed_int, default=0)
     cmd.add_argument("--out", required=True, help="CSV to write (atomically)")
 
 
@@ -211,29 +241,56 @@ def point_from(args: argparse.Namespace) -> Point:
         raise SystemExit(str(err)) from None
 
 
+def usable_threads(asked: int | None) -> int | None:
+    """``asked``, but no more than the cores this process may run on."""
+    import os
+
+    if asked is None:
+        return None
+    return min(asked, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else asked)
+
+
 def run_measure(args: argparse.Namespace) -> int:
     point = point_from(args)
     device = resolve_device(args.device) if args.device != "cuda" else "cuda"
     select_mode(device)
     from kernels.io.records import write_record
-    from kernels.measure.run import measure
+    from kernels.measure.deadline import deadline
+    from kernels.measure.run import base_record, measure, now
 
     builds = [load_json(path, "--require-build") for path in args.require_build or []]
-    try:
-        record = measure(
-            point,
-            device,
-            seed=args.seed,
-            use_ncu=not args.no_ncu,
-            interpreter_limit=args.interpreter_limit,
-            ncu_args=point.cli_args() + ["--seed", str(args.seed)],
-            validation=load_json(args.require_validation, "--require-validation"),
-            builds=builds,
-            required_targets=args.required_targets,
-        )
-    except ValueError as err:  # build results that do not cover this point
-        raise SystemExit(f"--require-build: {err}") from None
-    write_record(record, args.out)
+    validation = load_json(args.require_validation, "--require-validation")
+    ceilings = load_json(args.ceilings, "--ceilings")
+    threads = usable_threads(args.threads)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    timed_out = base_record(point, device, args.seed) | {
+        "status": "failed",
+        "reason": f"stopped after the time limit of {args.time_limit:g} s per measure job (--time-limit)",
+    }
+    on_expiry = lambda: write_record(timed_out | {"finished_at": now()}, args.out)  # noqa: E731
+    with deadline(args.time_limit, on_expiry) as lock:
+        try:
+            record = measure(
+                point,
+                device,
+                seed=args.seed,
+                threads=threads,
+                use_ncu=not args.no_ncu,
+                interpreter_limit=args.interpreter_limit,
+                ncu_args=point.cli_args() + ["--seed", str(args.seed)],
+                validation=validation,
+                builds=builds,
+                required_targets=args.required_targets,
+                ceilings=ceilings,
+                budget_seconds=args.budget_seconds,
+            )
+        except ValueError as err:  # build results that do not cover this point
+            raise SystemExit(f"--require-build: {err}") from None
+        with lock:
+            write_record(record, args.out)
     detail = record["reason"] or ", ".join(
         f"{key}={record[key]:.4g}"
         for key in ("time_ms", "max_abs_error", "traffic_counted_bytes")
@@ -241,8 +298,27 @@ def run_measure(args: argparse.Namespace) -> int:
     )
     print(
         f"{point.impl} B={point.batch} H={point.heads} T={point.tokens} d={point.head_dim} "
-        f"{point.dtype} causal={point.causal} on {device}: {record['status']} ({detail}) "
-        f"-> {args.out}"
+        f"{point.dtype} causal={point.causal} inputs={point.inputs} on {device} "
+        f"({record['threads']} threads): {record['status']} ({detail}) -> {args.out}"
+    )
+    return 0
+
+
+def run_ceilings(args: argparse.Namespace) -> int:
+    device = resolve_device(args.device)
+    import torch
+
+    from kernels.io.atomic import write_text_atomic
+    from kernels.measure import ceilings
+
+    threads = usable_threads(args.threads)
+    if threads:
+        torch.set_num_threads(threads)
+    found = ceilings.measure(device)
+    write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
+    print(
+        f"{found['device_name']} ({found['threads']} threads): copy {found['copy_gbps']:.1f} GB/s, "
+        f"{found['matmul_dtype']} matrix product {found['matmul_tflops'] * 1e3:.0f} GFLOP/s -> {args.out}"
     )
     return 0
 
@@ -257,7 +333,14 @@ def run_ncu_target(args: argparse.Namespace) -> int:
 
     point = point_from(args)
     q, k, v = make_qkv(
-        point.batch, point.heads, point.tokens, point.head_dim, getattr(torch, point.dtype), "cuda", args.seed
+        point.batch,
+        point.heads,
+        point.tokens,
+        point.head_dim,
+        getattr(torch, point.dtype),
+        "cuda",
+        args.seed,
+        inputs=point.inputs,
     )
     call = call_of(point, q, k, v)
     call()
@@ -321,7 +404,9 @@ def run_validate(args: argparse.Namespace) -> int:
         raise SystemExit("--head-dim needs --tokens (it replaces the default shapes)")
     if args.tokens:
         shapes = tuple(
-            validate.Shape(args.batch, args.heads, t, d) for t in args.tokens for d in (args.head_dim or [64])
+            validate.Shape(args.batch, args.heads, t, d, inputs=args.inputs)
+            for t in args.tokens
+            for d in (args.head_dim or [64])
         )
     else:
         shapes = validate.CUDA_SHAPES if device == "cuda" else validate.CPU_SHAPES
@@ -369,6 +454,7 @@ COMMANDS = {
     "measure": run_measure,
     "build": run_build,
     "tile-errors": run_tile_errors,
+    "ceilings": run_ceilings,
     "ncu-target": run_ncu_target,
 }
 

@@ -35,3 +35,35 @@ DEFAULT_INTERPRETER_LIMIT = 1 << 20  # B·H·T² score elements the interpreter 
 MAX_ROW_BLOCK = 16384  # longest row the softmax kernel holds at once; longer rows take two passes
 MAX_GRID_YZ = 65535  # CUDA's limit on the second and third grid dimensions, which carry B·H
 REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at once
+
+# What the inputs of a point hold. normal: q, k, v from N(0, 1). large: q = k = LARGE_INPUT
+# everywhere (a float16 value) and v from N(0, 1); every score d·LARGE_INPUT² is finite in
+# float32 and float64 but far beyond float16's largest finite value, so whatever stores S in
+# float16 overflows while the definition stays finite.
+INPUTS: tuple[str, ...] = ("normal", "large")
+DEFAULT_INPUTS = "normal"
+LARGE_INPUT = 61440.0
+
+# Each fused implementation against the one that stores S and P for the same inputs: the
+# speed-up from fusing. A materialized implementation is its own twin (speed-up 1).
+MATERIALIZED_TWIN: dict[str, str] = {
+    "reference": "reference",
+    "torch_naive": "torch_naive",
+    "sdpa": "torch_naive",
+    "triton_naive": "triton_naive",
+    "triton_tile_softmax": "triton_naive",
+    "triton_flash": "triton_naive",
+}
+
+# Bounds on what a configuration may ask for. Tokens: 2²⁴ (16,777,216), beyond the longest
+# context any model is trained on; a point that large is still planned and then skipped for
+# its predicted time or memory. Batch and heads: CUDA's grid limit, which carries B·H. Seed:
+# 32 bits, so that the per-case seeds derived from it (seed·1,000,003 + case) stay inside the
+# 64 bits torch.manual_seed accepts.
+MAX_TOKENS = 1 << 24
+MAX_SEED = (1 << 32) - 1
+# A point whose predicted time per call (its FLOPs and bytes against the machine's measured
+# ceilings) exceeds CALL_BUDGET_SECONDS is skipped; a measure job still running after
+# JOB_LIMIT_SECONDS is stopped and recorded as failed.
+CALL_BUDGET_SECONDS = 30.0
+JOB_LIMIT_SECONDS = 900

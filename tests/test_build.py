@@ -18,9 +18,9 @@ from kernels.study.point import Point
 
 TRITON = Path(importlib.util.find_spec("triton").origin).parent
 CUOBJDUMP = TRITON / "backends" / "nvidia" / "bin" / "cuobjdump"
-SMALL = "triton_naive/float16/B1-H2-T100-d16-causal-bm16-bn16"
-FUSED = "triton_flash/float16/B1-H2-T128-d64-full-bm64-bn64"
-TOO_BIG = "triton_flash/float16/B1-H1-T64-d256-full-bm128-bn64"  # 208 KiB of shared memory
+SMALL = "triton_naive/float16/B1-H2-T100-d16-causal-bm16-bn16-normal"
+FUSED = "triton_flash/float16/B1-H2-T128-d64-full-bm64-bn64-normal"
+TOO_BIG = "triton_flash/float16/B1-H1-T64-d256-full-bm128-bn64-normal"  # 208 KiB of shared memory
 
 
 def kernels_cli(*args, timeout=300):

@@ -8,7 +8,7 @@ import yaml
 from workflow_run import ROOT, snakemake
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
-POINT = "results/points/triton_flash/float16/B1-H1-T16-d256-full-bm128-bn64.json"
+POINT = "results/points/triton_flash/float16/B1-H1-T16-d256-full-bm128-bn64-normal.json"
 
 
 def test_too_large_block_is_recorded_and_skipped(tmp_path):

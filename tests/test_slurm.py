@@ -2,6 +2,7 @@
 and squeue to confirm the jobs ran as SLURM jobs."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -59,10 +60,23 @@ def test_ci_preset_runs_through_slurm(tmp_path):
             env=run_env,
             check=True,
         ).stdout.split()
+        sharing = subprocess.run(  # the job's comment (rule and wildcards) and OverSubscribe
+            ["squeue", "-h", "-t", "all", "-o", "%k|%h"],
+            capture_output=True,
+            text=True,
+            env=run_env,
+            check=True,
+        ).stdout.split()
     states = [line.split("|")[1] for line in queue]
-    # env, 6 builds (3 Triton groups × sm_80, sm_90), 5 validations, 20 points; gathering,
-    # tables and reports run locally
-    assert len(states) == 32
+    # env, ceilings, 6 builds (3 Triton groups × sm_80, sm_90), 7 validations (5 float16, 2
+    # float32), 25 points; gathering, tables and reports run locally
+    assert len(states) == 40
     assert set(states) == {"COMPLETED"}
     table = pd.read_csv(work / "results" / "metrics.csv")
-    assert len(table) == 20 and (table["status"] == "ok").all()
+    assert len(table) == 25
+    assert (table[table["inputs"] == "normal"]["status"] == "ok").all()
+    # a job that times kernels had a node of its own (--exclusive: not oversubscribable)
+    timed = re.compile(r"rule_ceilings|rule_measure_wildcards_(torch_naive|sdpa)_")
+    owned = {comment: share == "NO" for comment, share in (line.split("|") for line in sharing)}
+    assert sum(bool(timed.match(c)) for c in owned) == 12
+    assert all(owned[c] == bool(timed.match(c)) for c in owned)

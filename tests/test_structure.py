@@ -23,7 +23,10 @@ def leaves(schema: dict, prefix: str = ""):
     """(dotted key, schema) of every configurable value."""
     for name, prop in schema["properties"].items():
         key = f"{prefix}{name}"
-        if prop.get("type") == "object":
+        if "then" in prop:  # the sweep: a grid, or a list of grids
+            yield key, prop
+            yield from leaves(SCHEMA["$defs"]["grid"], key + ".")
+        elif prop.get("type") == "object":
             yield from leaves(prop, key + ".")
         else:
             yield key, prop
@@ -44,6 +47,13 @@ def test_schema_lists_are_the_allowed_values_of_the_package():
     assert prop("sweep.dtype")["items"]["enum"] == list(spec.DTYPES)
     assert prop("sweep.blocks")["items"]["items"]["enum"] == list(spec.BLOCK_SIZES)
     assert prop("sweep.blocks")["default"] == [[spec.DEFAULT_BLOCK, spec.DEFAULT_BLOCK]]
+    assert prop("sweep.inputs")["items"]["enum"] == list(spec.INPUTS)
+    assert prop("sweep.inputs")["default"] == [spec.DEFAULT_INPUTS]
+    assert prop("sweep.tokens")["items"]["maximum"] == spec.MAX_TOKENS
+    assert prop("sweep.heads")["items"]["maximum"] == spec.MAX_GRID_YZ
+    assert prop("seed")["maximum"] == spec.MAX_SEED
+    assert prop("limits.call_seconds")["default"] == spec.CALL_BUDGET_SECONDS
+    assert prop("limits.job_seconds")["default"] == spec.JOB_LIMIT_SECONDS
 
 
 def flow(value) -> str:
@@ -62,15 +72,21 @@ def readme_rows() -> dict[str, tuple[str, str]]:
 
 def allowed_words(schema: dict) -> list[str]:
     """What the README's 'allowed' column must name for a key."""
+    if "then" in schema:
+        return ["grid", "list of grids"]
     inner = schema.get("items", schema)
     inner = inner.get("items", inner)  # blocks: pairs of enums
     if "enum" in inner:
         return [flow(v) for v in inner["enum"]]
     if inner.get("type") == "boolean":
         return ["true", "false"]
-    words = ["integer"]
+    words = ["number" if inner.get("type") == "number" else "integer"]
     if "minimum" in inner:
         words.append(f"≥ {inner['minimum']}")
+    if "exclusiveMinimum" in inner:
+        words.append(f"> {inner['exclusiveMinimum']}")
+    if "maximum" in inner:
+        words.append(f"≤ {inner['maximum']:,}")
     if "null" in inner.get("type", []):
         words.append("null")
     return words

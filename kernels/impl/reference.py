@@ -33,6 +33,17 @@ def reference_float64(
     return out[0] if len(out) == 1 else torch.cat(out, dim=-2)
 
 
+def largest_product(q: torch.Tensor, k: torch.Tensor, chunk_rows: int | None = None) -> float:
+    """max |qᵢ·kⱼ| in float64, before the 1/√d scale: what a stored S must be able to hold
+    (scaled or not, depending on where an implementation applies the scale)."""
+    k64 = k.double().transpose(-1, -2)
+    T = q.shape[-2]
+    step = T if chunk_rows is None else chunk_rows
+    return max(
+        (q[..., start : start + step, :].double() @ k64).abs().max().item() for start in range(0, T, step)
+    )
+
+
 def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     """The float64 definition, cast back to the input dtype."""
     return reference_float64(q, k, v, causal).to(q.dtype)

@@ -1,5 +1,6 @@
-"""Many point records → one tidy table (a row per point) and a long table of stages (a row
-per point, kernel, tensor and load/store). Every record is checked against the schema."""
+"""Many point records → one tidy table (a row per point, with the derived figures of
+kernels.io.derived) and a long table of stages (a row per point, kernel, tensor and
+load/store). Every record is checked against the schema."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_atomic, write_text_atomic
+from kernels.io.derived import derive
 from kernels.io.records import validate_record
 
 POINT_KEY = [
@@ -21,6 +23,7 @@ POINT_KEY = [
     "head_dim",
     "dtype",
     "causal",
+    "inputs",
     "block_m",
     "block_n",
     "device",
@@ -65,7 +68,7 @@ def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append(row)
         key = {k: record[k] for k in POINT_KEY}
         stages += [key | {"status": record["status"]} | stage for stage in record["stages"]]
-    metrics = pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable")
+    metrics = derive(pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable"))
     stage_table = pd.DataFrame(stages).convert_dtypes(dtype_backend="numpy_nullable")
     order = [c for c in POINT_KEY if c in metrics]
     return (

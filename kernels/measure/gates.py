@@ -1,11 +1,12 @@
 """Every reason a sweep point is recorded as skipped instead of measured, decided here and
 nowhere else: a kernel it launches cannot build for a required target, its implementation
-failed validation, the device is absent, it would not fit in memory, or it is too large for
-the interpreter."""
+failed validation, the device is absent, it would not fit in memory, it is predicted to take
+longer than the time budget, or it is too large for the interpreter."""
 
 from __future__ import annotations
 
 from kernels.measure.memory import available_bytes
+from kernels.spec import CALL_BUDGET_SECONDS
 from kernels.study import cost
 from kernels.study.point import Point
 
@@ -75,6 +76,27 @@ def memory_short(point: Point, device: str) -> str | None:
     return None
 
 
+def predicted_seconds(point: Point, ceilings: dict) -> float:
+    """A lower bound on one call's time (a roofline): the model's bytes at the measured copy
+    rate or its FLOPs at the measured matrix-product rate, whichever takes longer."""
+    model = cost.summarize(point)
+    moved = model["traffic_model_bytes"] or model["traffic_compulsory_bytes"]
+    return max(moved / (ceilings["copy_gbps"] * 1e9), model["flops"] / (ceilings["matmul_tflops"] * 1e12))
+
+
+def too_slow(point: Point, ceilings: dict | None, budget_seconds: float) -> str | None:
+    if not ceilings:
+        return None
+    seconds = predicted_seconds(point, ceilings)
+    if seconds > budget_seconds:
+        return (
+            f"predicted to take at least {seconds:,.0f} s per call ({cost.flops(point):.2e} FLOP at "
+            f"the measured {ceilings['matmul_tflops'] * 1e3:,.0f} GFLOP/s, or its bytes at "
+            f"{ceilings['copy_gbps']:,.1f} GB/s), over the budget of {budget_seconds:g} s per call"
+        )
+    return None
+
+
 def interpreter_too_small(point: Point, device: str, interpreter_limit: int) -> str | None:
     scores = point.groups * point.tokens**2
     if device == "cpu" and point.triton and scores > interpreter_limit:
@@ -92,12 +114,17 @@ def skip_reason(
     validation: list[dict] | None = None,
     builds: list[dict] | None = None,
     required_targets: list[str] | None = None,
+    ceilings: dict | None = None,
+    budget_seconds: float = CALL_BUDGET_SECONDS,
 ) -> str | None:
-    """The first reason the point must not run, in the order a reader would check them."""
+    """The first reason the point must not run, in the order a reader would check them.
+    ``ceilings``: the machine's measured rates (kernels.measure.ceilings); without them the
+    time budget is not applied."""
     return (
         build_failure(point.name, builds, required_targets)
         or validation_failure(validation)
         or device_absent(device)
         or memory_short(point, device)
+        or too_slow(point, ceilings, budget_seconds)
         or interpreter_too_small(point, device, interpreter_limit)
     )

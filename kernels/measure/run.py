@@ -1,14 +1,18 @@
 """Measure one sweep point and return its record (see kernels/io/metrics.schema.json).
 
 A record always comes back: ``ok``, ``skipped`` with the reason (predicted not to fit in
-memory, too large for the interpreter, unsupported on this device) or ``failed`` with the
-error (an out-of-memory included). Under the interpreter a Triton point carries counted
-traffic and its error but no time; the torch paths on a CPU are timed as CPU runs; on a GPU
-every path is timed with do_bench and, when ``ncu`` exists, profiled for DRAM bytes.
+memory or not to finish within the time budget, too large for the interpreter, unsupported on
+this device) or ``failed`` with the error (an out-of-memory included, and an output that is
+not finite where the float64 definition is). Under the interpreter a Triton point carries
+counted traffic and its error but no time; the torch paths on a CPU are timed as CPU runs; on
+a GPU every path is timed with do_bench and, when ``ncu`` exists, profiled for DRAM bytes.
+Derived figures (TFLOP/s, GB/s, speed-ups) are not a record's: kernels.io.derived computes
+them once for the whole table.
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 import time
 
@@ -19,7 +23,7 @@ from kernels.impl.checks import DTYPES
 from kernels.measure.gates import skip_reason
 from kernels.measure.memory import peak_allocated
 from kernels.measure.provenance import device_name, versions
-from kernels.spec import DEFAULT_INTERPRETER_LIMIT, REFERENCE_CHUNK_BYTES
+from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT, REFERENCE_CHUNK_BYTES
 from kernels.study import cost
 from kernels.study.point import Point
 
@@ -35,20 +39,55 @@ def call_of(point: Point, q, k, v):
     return lambda: attention(q, k, v, impl=point.impl, causal=point.causal, **options)
 
 
-def max_abs_error(q, k, v, causal: bool, out: torch.Tensor) -> float:
-    from kernels.impl.reference import reference_float64
-
-    chunk = max(1, REFERENCE_CHUNK_BYTES // (8 * q.shape[0] * q.shape[1] * q.shape[2]))
-    ref = reference_float64(q, k, v, causal, chunk_rows=chunk)
-    return (out.double() - ref).abs().max().item()
+def _chunk_rows(q) -> int:
+    return max(1, REFERENCE_CHUNK_BYTES // (8 * q.shape[0] * q.shape[1] * q.shape[2]))
 
 
-def _run(point: Point, device: str, seed: int, use_ncu: bool, ncu_args: list[str]) -> dict:
+def check_output(point: Point, q, k, v, out: torch.Tensor) -> dict:
+    """Error against the float64 definition and the count of non-finite outputs. Where the
+    output is not finite but the definition is, the point failed: the reason says whether the
+    largest score exceeds what its S dtype holds."""
+    from kernels.impl.reference import largest_product, reference_float64
+
+    ref = reference_float64(q, k, v, point.causal, chunk_rows=_chunk_rows(q))
+    bad = int((~torch.isfinite(out)).sum().item())
+    found = {"nonfinite_outputs": bad, "max_abs_error": None}
+    if not bad:
+        return found | {"max_abs_error": (out.double() - ref).abs().max().item()}
+    if not torch.isfinite(ref).all():
+        return found | {"check_reason": "the float64 definition itself is not finite"}
+    product = largest_product(q, k, _chunk_rows(q))
+    return found | {"overflow": overflow_reason(point, bad, out.numel(), product)}
+
+
+def overflow_reason(point: Point, bad: int, total: int, product: float) -> str:
+    text = f"{bad:,} of {total:,} outputs are not finite where the float64 definition is"
+    sp = (point.sp_dtype or point.dtype) if point.materialized else None
+    if sp is None:
+        return text
+    largest = torch.finfo(DTYPES[sp]).max
+    scaled = product / math.sqrt(point.head_dim)
+    if max(product, scaled) <= largest:
+        return text
+    return (
+        f"{text}: the largest |q·k| is {product:.3g} ({scaled:.3g} after the 1/√d scale), beyond "
+        f"{sp}'s largest finite value {largest:,.0f}, so S stored in {sp} overflows"
+    )
+
+
+def _run(point: Point, device: str, seed: int, threads: int, use_ncu: bool, ncu_args: list[str]) -> dict:
     from kernels.impl.inputs import make_qkv
     from kernels.measure.timing import time_cpu, time_cuda
 
     q, k, v = make_qkv(
-        point.batch, point.heads, point.tokens, point.head_dim, DTYPES[point.dtype], device, seed
+        point.batch,
+        point.heads,
+        point.tokens,
+        point.head_dim,
+        DTYPES[point.dtype],
+        device,
+        seed,
+        inputs=point.inputs,
     )
     call = call_of(point, q, k, v)
     out_bytes = q.numel() * q.element_size()
@@ -64,9 +103,9 @@ def _run(point: Point, device: str, seed: int, use_ncu: bool, ncu_args: list[str
         if device == "cuda":
             call()  # compile and warm up before anything is measured
         peak, out = peak_allocated(device, call)
-        found |= time_cuda(call) if device == "cuda" else time_cpu(call)
+        found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
     found["peak_alloc_bytes"] = max(0, peak - out_bytes)
-    found["max_abs_error"] = max_abs_error(q, k, v, point.causal, out)
+    found |= check_output(point, q, k, v, out)
     if device == "cuda" and use_ncu:
         from kernels.measure import ncu
 
@@ -74,11 +113,13 @@ def _run(point: Point, device: str, seed: int, use_ncu: bool, ncu_args: list[str
     return found
 
 
-def _merge_counted(record: dict, counted: dict[tuple[str, str, str], int]) -> None:
-    for stage in record["stages"]:
-        stage["counted_bytes"] = counted.pop((stage["kernel"], stage["tensor"], stage["op"]), 0)
-    for (kernel, tensor, op), nbytes in sorted(counted.items()):  # traffic the model lacks
-        record["stages"].append(
+def _merged_stages(stages: list[dict], counted: dict[tuple[str, str, str], int]) -> list[dict]:
+    """The model's stages with the counted bytes beside them, and counted traffic the model
+    lacks as stages of its own."""
+    counted = dict(counted)
+    merged = [s | {"counted_bytes": counted.pop((s["kernel"], s["tensor"], s["op"]), 0)} for s in stages]
+    for (kernel, tensor, op), nbytes in sorted(counted.items()):
+        merged.append(
             {
                 "kernel": kernel,
                 "tensor": tensor,
@@ -88,7 +129,11 @@ def _merge_counted(record: dict, counted: dict[tuple[str, str, str], int]) -> No
                 "counted_bytes": nbytes,
             }
         )
-    record["traffic_counted_bytes"] = sum(s["counted_bytes"] for s in record["stages"])
+    return merged
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def base_record(point: Point, device: str, seed: int) -> dict:
@@ -100,6 +145,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "head_dim": point.head_dim,
         "dtype": point.dtype,
         "causal": point.causal,
+        "inputs": point.inputs,
         "block_m": point.block_m,
         "block_n": point.block_n,
         "sp_dtype": (point.sp_dtype or point.dtype) if point.materialized else None,
@@ -107,6 +153,10 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "device_name": device_name(device),
         "mode": mode.describe() if point.triton else "torch",
         "seed": seed,
+        "threads": torch.get_num_threads(),
+        "processor": device_name("cpu"),
+        "started_at": now(),
+        "finished_at": None,
         "versions": versions(),
         "traffic_counted_bytes": None,
         "peak_alloc_bytes": None,
@@ -115,9 +165,8 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "time_p90_ms": None,
         "repeats": None,
         "time_reason": None,
-        "tflops": None,
-        "gbps": None,
         "max_abs_error": None,
+        "nonfinite_outputs": None,
         "status": "ok",
         "reason": None,
     }
@@ -137,17 +186,25 @@ def measure(
     device: str,
     *,
     seed: int = 0,
+    threads: int | None = None,
     interpreter_limit: int = DEFAULT_INTERPRETER_LIMIT,
     use_ncu: bool = True,
     ncu_args: list[str] | None = None,
     validation: list[dict] | None = None,
     builds: list[dict] | None = None,
     required_targets: list[str] | None = None,
+    ceilings: dict | None = None,
+    budget_seconds: float = CALL_BUDGET_SECONDS,
 ) -> dict:
     """Run one point and return its record; never raises for a point that cannot run.
+    ``threads``: torch's thread count for the run (default: as torch has it).
     ``validation``: the implementation's validation results; a failed one skips the point.
     ``builds``: build results covering the point; a variant that failed to build for one of
-    ``required_targets`` (default: every target built) skips it."""
+    ``required_targets`` (default: every target built) skips it. ``ceilings``: the machine's
+    measured rates; a point predicted to take longer than ``budget_seconds`` per call is
+    skipped."""
+    if threads:
+        torch.set_num_threads(threads)
     record = base_record(point, device, seed)
     reason = skip_reason(
         point,
@@ -156,26 +213,29 @@ def measure(
         validation=validation,
         builds=builds,
         required_targets=required_targets,
+        ceilings=ceilings,
+        budget_seconds=budget_seconds,
     )
     if reason:
-        return record | {"status": "skipped", "reason": reason}
+        return record | {"status": "skipped", "reason": reason, "finished_at": now()}
+    return record | _measured(point, device, seed, use_ncu, ncu_args or []) | {"finished_at": now()}
+
+
+def _measured(point: Point, device: str, seed: int, use_ncu: bool, ncu_args: list[str]) -> dict:
+    """What running the point adds to its record, or why it failed."""
     started = time.perf_counter()
     try:
-        found = _run(point, device, seed, use_ncu, ncu_args or [])
+        found = _run(point, device, seed, torch.get_num_threads(), use_ncu, ncu_args)
     except (torch.OutOfMemoryError, MemoryError) as err:
-        return record | {"status": "failed", "reason": f"out of memory: {str(err).splitlines()[0]}"}
+        return {"status": "failed", "reason": f"out of memory: {str(err).splitlines()[0]}"}
     except Exception as err:  # any other failure is a record too
-        return record | {"status": "failed", "reason": f"{type(err).__name__}: {err}"}
+        return {"status": "failed", "reason": f"{type(err).__name__}: {err}"}
     counted = found.pop("counted", None)
-    record |= found
+    failure = found.pop("overflow", None) or found.pop("check_reason", None)
+    found["wall_seconds"] = time.perf_counter() - started
     if counted is not None:
-        _merge_counted(record, counted)
-    if record["time_ms"]:
-        seconds = record["time_ms"] / 1e3
-        moved = record["traffic_model_bytes"] or record["traffic_compulsory_bytes"]
-        record["tflops"] = record["flops"] / seconds / 1e12
-        record["gbps"] = moved / seconds / 1e9
-    record["wall_seconds"] = time.perf_counter() - started
-    if record["max_abs_error"] is not None and not math.isfinite(record["max_abs_error"]):
-        record |= {"status": "failed", "reason": "output is not finite", "max_abs_error": None}
-    return record
+        found["stages"] = _merged_stages(cost.summarize(point)["stages"], counted)
+        found["traffic_counted_bytes"] = sum(s["counted_bytes"] for s in found["stages"])
+    if failure:
+        found |= {"status": "failed", "reason": failure}
+    return found

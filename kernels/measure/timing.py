@@ -1,14 +1,20 @@
-"""Wall-clock timing. CUDA: ``triton.testing.do_bench`` (L2 flushed between repetitions).
-CPU: repeated runs of the whole call. The Triton interpreter is never timed."""
+"""Wall-clock timing as the ecosystem does it. CUDA: ``triton.testing.do_bench`` (warm-up,
+L2 flushed between repetitions). CPU: ``torch.utils.benchmark.Timer.adaptive_autorange``
+(warm-up, then blocks of runs until the median is stable), on the job's thread count. The
+Triton interpreter is never timed. Either way the record gets the median, the 10th and 90th
+percentiles of the samples and how many calls were timed."""
 
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 
+CPU_MIN_SECONDS = 0.2  # of timed runs before the median may count as stable
+CPU_MAX_SECONDS = 3.0  # after which the measurement stops, stable or not (spread recorded)
+CPU_STABLE_IQR = 0.1  # interquartile range / median at which it is stable
 
-def _summary(samples_ms: list[float]) -> dict:
+
+def _summary(samples_ms: list[float], calls: int) -> dict:
     ordered = sorted(samples_ms)
     if len(ordered) == 1:
         p10 = p90 = ordered[0]
@@ -19,28 +25,26 @@ def _summary(samples_ms: list[float]) -> dict:
         "time_ms": statistics.median(ordered),
         "time_p10_ms": p10,
         "time_p90_ms": p90,
-        "repeats": len(ordered),
+        "repeats": calls,
     }
 
 
-def time_cpu(
-    fn: Callable[[], object], min_repeats: int = 5, max_repeats: int = 50, min_seconds: float = 0.5
-) -> dict:
-    """At least ``min_repeats`` runs after one warm-up, more while under ``min_seconds``."""
-    fn()
-    samples: list[float] = []
-    started = time.perf_counter()
-    while len(samples) < max_repeats and (
-        len(samples) < min_repeats or time.perf_counter() - started < min_seconds
-    ):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return _summary(samples)
+def time_cpu(fn: Callable[[], object], threads: int) -> dict:
+    """Median time of ``fn`` on ``threads`` threads; each sample is the mean of a block of
+    calls long enough for the clock's resolution not to matter."""
+    from torch.utils.benchmark import Timer
+
+    fn()  # warm-up: allocator, lazy initialization
+    timer = Timer("fn()", globals={"fn": fn}, num_threads=threads)
+    found = timer.adaptive_autorange(
+        threshold=CPU_STABLE_IQR, min_run_time=CPU_MIN_SECONDS, max_run_time=CPU_MAX_SECONDS
+    )
+    samples = [t * 1e3 for t in found.times]
+    return _summary(samples, len(samples) * found.number_per_run)
 
 
 def time_cuda(fn: Callable[[], object], rep_ms: int = 100) -> dict:
     from triton.testing import do_bench
 
     samples = do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")
-    return _summary(list(samples))
+    return _summary(list(samples), len(samples))

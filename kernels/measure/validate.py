@@ -4,12 +4,18 @@ Pass rule (FlashAttention's): max|out − ref| ≤ 2·max|out_naive − ref| + 1
 float64 and out_naive the plain PyTorch implementation (``torch_naive``) in the same dtype.
 The output buffer is filled with NaN first, so an element a kernel never writes is caught.
 ``triton_tile_softmax`` is expected to pass only when a row fits in one key tile
-(T ≤ BLOCK_N) and to fail otherwise: the seed's claim, checked both ways.
+(T ≤ BLOCK_N) and to fail otherwise: the seed's claim, checked both ways. A case with large
+inputs (q = k = 61,440) checks the other claim about stored scores: an implementation whose S
+cannot hold the largest score in its dtype is expected to return non-finite outputs
+(verdict ``nonfinite``), while the fused kernels, which keep scores in float32, still pass.
+Where torch_naive's own S overflows, the pass rule's baseline is the same three operations
+with S in float32.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -17,7 +23,7 @@ import torch
 
 from kernels.impl.checks import DTYPES
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import reference_float64, torch_naive
+from kernels.impl.reference import future_mask, largest_product, reference_float64, torch_naive
 from kernels.impl.registry import attention
 from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
@@ -29,15 +35,18 @@ class Shape:
     tokens: int
     head_dim: int
     layout: str = "contiguous"
+    inputs: str = "normal"
 
 
-# Small enough for the interpreter; T not a multiple of the block, every head dim.
+# Small enough for the interpreter; T not a multiple of the block, every head dim, and one
+# case whose scores overflow a float16 S.
 CPU_SHAPES = (
     Shape(2, 3, 1, 16),
     Shape(1, 2, 50, 128),
     Shape(2, 1, 130, 64),
     Shape(1, 2, 67, 32, "bthd"),
     Shape(1, 1, 20, 256),
+    Shape(1, 2, 40, 64, inputs="large"),
 )
 # Compiled kernels on a GPU: up to 8,192 tokens, d = 64 and 128 at length, the rest short.
 CUDA_SHAPES = (
@@ -50,6 +59,7 @@ CUDA_SHAPES = (
     Shape(1, 2, 4097, 128),
     Shape(1, 2, 8192, 64),
     Shape(1, 1, 8192, 128),
+    Shape(1, 2, 1000, 128, inputs="large"),
 )
 RTOL_ABS = 1e-5
 
@@ -64,14 +74,15 @@ class Result:
     tokens: int
     head_dim: int
     layout: str
+    inputs: str
     block_m: int | None
     block_n: int | None
     seed: int
     error: float
     bound: float
     written: bool
-    verdict: str  # pass | fail | error
-    expected: str  # pass | fail
+    verdict: str  # pass | fail | error | nonfinite
+    expected: str  # pass | fail | nonfinite
     seconds: float
     message: str = ""
 
@@ -83,7 +94,21 @@ class Result:
         return asdict(self) | {"as_expected": self.as_expected}
 
 
-def expected_verdict(impl: str, tokens: int, block_n: int) -> str:
+def stored_score(impl: str, product: float, head_dim: int) -> float | None:
+    """The largest value an implementation writes into a stored S, from max |q·k|:
+    torch_naive stores the product and scales it in place, triton_naive stores the scaled
+    score; the others store no S in the input dtype (None)."""
+    if impl == "torch_naive":
+        return product
+    if impl == "triton_naive":
+        return product / math.sqrt(head_dim)
+    return None
+
+
+def expected_verdict(impl: str, tokens: int, block_n: int, dtype: str, product: float, head_dim: int) -> str:
+    stored = stored_score(impl, product, head_dim)
+    if stored is not None and stored > torch.finfo(DTYPES[dtype]).max:
+        return "nonfinite"
     if impl == "triton_tile_softmax" and tokens > block_n:
         return "fail"
     return "pass"
@@ -93,19 +118,44 @@ def _max_abs(out: torch.Tensor, ref: torch.Tensor) -> float:
     return (out.double() - ref).abs().max().item()
 
 
+def naive_baseline(q, k, v, causal) -> torch.Tensor:
+    """torch_naive, or where its S overflows the input dtype, the same three operations with
+    S kept in float32 (P still rounded to the input dtype), so that the bound stays finite."""
+    out = torch_naive(q, k, v, causal)
+    if torch.isfinite(out).all():
+        return out
+    s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(future_mask(q.shape[-2], q.device), float("-inf"))
+    return torch.softmax(s, dim=-1).to(q.dtype) @ v
+
+
+def _run_into(impl, q, k, v, causal, blocks, poison: float) -> torch.Tensor:
+    out = torch.full(q.shape, poison, dtype=q.dtype, device=q.device)
+    attention(q, k, v, impl=impl, causal=causal, out=out, **blocks)
+    return out
+
+
 def check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n) -> tuple[float, bool, str, str]:
-    """Run one implementation into a NaN-poisoned buffer: (error, written, verdict, message)."""
+    """Run one implementation into a NaN-poisoned buffer: (error, written, verdict, message).
+    Where NaN remains, a second run into a −∞-poisoned buffer tells an element never written
+    (poison in both) from a NaN the kernel computed (NaN in both)."""
     blocks = {"block_m": block_m, "block_n": block_n} if impl in TRITON_IMPLEMENTATIONS else {}
-    out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=q.device)
     try:
-        attention(q, k, v, impl=impl, causal=causal, out=out, **blocks)
+        out = _run_into(impl, q, k, v, causal, blocks, float("nan"))
+        unwritten = torch.isnan(out)
+        if unwritten.any():
+            unwritten &= _run_into(impl, q, k, v, causal, blocks, float("-inf")) == float("-inf")
     except Exception as err:  # a crash is a verdict, not the end of the table
         return float("nan"), False, "error", f"{type(err).__name__}: {err}"
-    written = not torch.isnan(out).any().item()
+    written = not unwritten.any().item()
+    if not written:
+        return _max_abs(out, ref), False, "fail", "output elements left unwritten (NaN poison survived)"
+    nonfinite = int((~torch.isfinite(out)).sum().item())
+    if nonfinite:
+        return float("nan"), True, "nonfinite", f"{nonfinite} of {out.numel()} outputs not finite"
     error = _max_abs(out, ref)
-    ok = written and error <= bound
-    message = "" if written else "output elements left unwritten (NaN poison survived)"
-    return error, written, "pass" if ok else "fail", message
+    return error, True, "pass" if error <= bound else "fail", ""
 
 
 def validate(
@@ -131,9 +181,11 @@ def validate(
             device,
             case_seed,
             shape.layout,
+            shape.inputs,
         )
         ref = reference_float64(q, k, v, causal)
-        bound = 2.0 * _max_abs(torch_naive(q, k, v, causal), ref) + RTOL_ABS
+        bound = 2.0 * _max_abs(naive_baseline(q, k, v, causal), ref) + RTOL_ABS
+        product = largest_product(q, k)
         for impl in impls:
             start = time.perf_counter()
             error, written, verdict, message = check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n)
@@ -147,6 +199,7 @@ def validate(
                 tokens=shape.tokens,
                 head_dim=shape.head_dim,
                 layout=shape.layout,
+                inputs=shape.inputs,
                 block_m=block_m if triton else None,
                 block_n=block_n if triton else None,
                 seed=case_seed,
@@ -154,7 +207,7 @@ def validate(
                 bound=bound,
                 written=written,
                 verdict=verdict,
-                expected=expected_verdict(impl, shape.tokens, block_n),
+                expected=expected_verdict(impl, shape.tokens, block_n, dtype_name, product, shape.head_dim),
                 message=message,
                 seconds=time.perf_counter() - start,
             )
@@ -173,6 +226,7 @@ HEADER = (
     "T",
     "d",
     "layout",
+    "inputs",
     "blocks",
     "error",
     "bound",
@@ -194,6 +248,7 @@ def table_row(r: Result) -> tuple[str, ...]:
         str(r.tokens),
         str(r.head_dim),
         r.layout,
+        r.inputs,
         blocks,
         f"{r.error:.2e}",
         f"{r.bound:.2e}",

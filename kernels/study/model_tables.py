@@ -31,7 +31,7 @@ def matrix_sizes() -> list[dict]:
     ]
 
 
-def block_traffic(sweep: dict) -> list[dict]:
+def block_traffic(sweep: dict | list[dict]) -> list[dict]:
     """The fused kernel's as-issued traffic for one head and square blocks, for every
     (T, d, dtype, causal) of the sweep: larger blocks, fewer re-reads of K and V."""
     cases = sorted({(p.tokens, p.head_dim, p.dtype, p.causal) for p in points(sweep)})
@@ -64,7 +64,10 @@ def softmax_example() -> dict:
 
 
 def write(
-    sweep: dict, sizes: str | os.PathLike, block_curves: str | os.PathLike, example: str | os.PathLike
+    sweep: dict | list[dict],
+    sizes: str | os.PathLike,
+    block_curves: str | os.PathLike,
+    example: str | os.PathLike,
 ) -> None:
     """Write the three tables, each atomically."""
     write_csv_atomic(sizes, matrix_sizes())

@@ -14,17 +14,22 @@ from typing import Any
 from kernels.spec import (
     BLOCK_SIZES,
     DEFAULT_BLOCK,
+    DEFAULT_INPUTS,
     DTYPES,
     ELEMENT_BYTES,
     HEAD_DIMS,
     IMPLEMENTATIONS,
+    INPUTS,
+    LARGE_INPUT,
     MATERIALIZED,
     MAX_ROW_BLOCK,
+    MAX_SEED,
+    MAX_TOKENS,
     TRITON_IMPLEMENTATIONS,
 )
 
 # results/points/<POINT_PATTERN>.json; the measure rule's output is spelled with it
-POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}"
+POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}-{inputs}"
 # results/validate/<VALIDATION_PATTERN>.json: what a point's implementation must pass first
 VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
 # results/build/<BUILD_PATTERN>.json: one build job per implementation, dtype, blocks, T and d
@@ -39,6 +44,7 @@ WILDCARD_CONSTRAINTS: dict[str, str] = {
     "head_dim": r"\d+",
     "mask": "causal|full",
     "blocks": rf"{NO_BLOCKS}|bm\d+-bn\d+",
+    "inputs": "|".join(INPUTS),
 }
 
 
@@ -78,6 +84,7 @@ class Point:
     block_n: int | None = None
     sp_dtype: str | None = None  # S/P dtype of the materialized paths; default: dtype
     max_row_block: int = MAX_ROW_BLOCK
+    inputs: str = DEFAULT_INPUTS  # what q, k and v hold (kernels.spec.INPUTS)
 
     def __post_init__(self) -> None:
         if self.impl not in IMPLEMENTATIONS:
@@ -90,6 +97,10 @@ class Point:
             value = getattr(self, name)
             if value is not None and value not in ELEMENT_BYTES:
                 raise ValueError(f"{name}={value!r}: allowed values are {', '.join(ELEMENT_BYTES)}")
+        if self.tokens > MAX_TOKENS:
+            raise ValueError(f"tokens={self.tokens}: at most {MAX_TOKENS:,}")
+        if self.inputs not in INPUTS:
+            raise ValueError(f"inputs={self.inputs!r}: allowed values are {', '.join(INPUTS)}")
         if self.impl in TRITON_IMPLEMENTATIONS:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
@@ -129,6 +140,7 @@ class Point:
             "head_dim": str(self.head_dim),
             "mask": "causal" if self.causal else "full",
             "blocks": blocks_label(self.block_m, self.block_n),
+            "inputs": self.inputs,
         }
 
     @property
@@ -159,6 +171,7 @@ class Point:
             wc["mask"] == "causal",
             bm,
             bn,
+            inputs=wc["inputs"],
         )
 
     @classmethod
@@ -193,6 +206,8 @@ class Point:
             args += ["--block-m", str(self.block_m), "--block-n", str(self.block_n)]
         if self.sp_dtype is not None:
             args += ["--sp-dtype", self.sp_dtype]
+        if self.inputs != DEFAULT_INPUTS:
+            args += ["--inputs", self.inputs]
         return args
 
     @classmethod
@@ -219,6 +234,7 @@ class Point:
             args.block_m,
             args.block_n,
             args.sp_dtype,
+            inputs=args.inputs,
         )
 
 
@@ -229,6 +245,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """A seed torch accepts once per-case seeds are derived from it (0 … MAX_SEED)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value} is outside 0 … {MAX_SEED:,}")
     return value
 
 
@@ -248,3 +275,10 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
         "--block-n", type=int, choices=BLOCK_SIZES, help=f"Triton only (default {DEFAULT_BLOCK})"
     )
     parser.add_argument("--sp-dtype", choices=DTYPES, help="S/P dtype of triton_naive (default: --dtype)")
+    parser.add_argument(
+        "--inputs",
+        choices=INPUTS,
+        default=DEFAULT_INPUTS,
+        help=f"normal: q, k, v from N(0, 1); large: q = k = {LARGE_INPUT:,.0f}, whose scores "
+        "overflow float16",
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from kernels.spec import TRITON_IMPLEMENTATIONS
+from kernels.spec import DEFAULT_INPUTS, TRITON_IMPLEMENTATIONS
 from kernels.study.point import Point
 
 
@@ -17,17 +17,29 @@ def batches_for(sweep: dict, tokens: int) -> list[int]:
     return [max(1, total // tokens)] if total else list(sweep["batch"])
 
 
-def points(sweep: dict) -> list[Point]:
-    """Every point of the sweep: the product of its lists, blocks for Triton impls only."""
+def grid_points(grid: dict) -> list[Point]:
+    """Every point of one grid: the product of its lists, blocks for Triton impls only."""
     out = []
-    for impl, tokens, heads, d, dtype, causal in itertools.product(
-        sweep["impls"], sweep["tokens"], sweep["heads"], sweep["head_dim"], sweep["dtype"], sweep["causal"]
+    for impl, tokens, heads, d, dtype, causal, inputs in itertools.product(
+        grid["impls"],
+        grid["tokens"],
+        grid["heads"],
+        grid["head_dim"],
+        grid["dtype"],
+        grid["causal"],
+        grid.get("inputs", [DEFAULT_INPUTS]),
     ):
-        blocks = [tuple(b) for b in sweep["blocks"]] if impl in TRITON_IMPLEMENTATIONS else [(None, None)]
-        for batch in batches_for(sweep, tokens):
+        blocks = [tuple(b) for b in grid["blocks"]] if impl in TRITON_IMPLEMENTATIONS else [(None, None)]
+        for batch in batches_for(grid, tokens):
             for bm, bn in blocks:
-                out.append(Point(impl, batch, heads, tokens, d, dtype, causal, bm, bn))
+                out.append(Point(impl, batch, heads, tokens, d, dtype, causal, bm, bn, inputs=inputs))
     return out
+
+
+def points(sweep: dict | list[dict]) -> list[Point]:
+    """Every point of the sweep: one grid, or the points of several grids, each once."""
+    grids = sweep if isinstance(sweep, list) else [sweep]
+    return list(dict.fromkeys(p for grid in grids for p in grid_points(grid)))
 
 
 def build_jobs(points: list[Point]) -> dict[str, list[str]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -84,3 +85,52 @@ def run_summary(metrics: pd.DataFrame, env: dict) -> str:
         lines.append("\n**Warning: not every point ran.**\n")
         lines += [f"- {r.points} {r.status}: {r.reason}" for r in reasons.itertuples()]
     return "\n".join(lines)
+
+
+def nonfinite(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Points whose output held non-finite values (counted by the measurement)."""
+    return metrics[metrics["nonfinite_outputs"].fillna(0) > 0]
+
+
+def overflow_finding(metrics: pd.DataFrame) -> str:
+    """One paragraph on the large-input points: which outputs overflowed, which stayed
+    finite, and why, from the records."""
+    from kernels.spec import ELEMENT_BYTES, LARGE_INPUT
+
+    large = metrics[(metrics["inputs"] == "large") & metrics["status"].isin(["ok", "failed"])]
+    if large.empty:
+        return (
+            f"No point with large inputs (q = k = {LARGE_INPUT:,.0f}) ran in this study, so "
+            "nothing here shows how a stored S overflows its dtype."
+        )
+    broken, finite = nonfinite(large), large[large["nonfinite_outputs"].fillna(0) == 0]
+    first = large.iloc[0]
+    text = (
+        f"**Overflow of a stored S.** With q = k = {LARGE_INPUT:,.0f} everywhere (v random; "
+        f"{describe_case(first)}, T = {first['tokens']:,}), every score is far beyond what a "
+        f"{ELEMENT_BYTES['float16']}-byte float16 can hold (its largest finite value is "
+        f"{float(np.finfo(np.float16).max):,.0f}), "
+        "though the float64 definition is finite. "
+    )
+    if not broken.empty:
+        text += (
+            "Non-finite outputs: "
+            + "; ".join(
+                f"{r.impl} {r.dtype}: {int(r.nonfinite_outputs):,} of "
+                f"{r.batch * r.heads * r.tokens * r.head_dim:,}"
+                for r in broken.itertuples()
+            )
+            + f" — recorded as failed: “{broken.iloc[0]['reason']}”. "
+        )
+    if not finite.empty:
+        text += (
+            "Finite: "
+            + "; ".join(
+                f"{r.impl} {r.dtype} (max error {r.max_abs_error:.2g})"
+                for r in finite.itertuples()
+                if pd.notna(r.max_abs_error)
+            )
+            + ". The fused kernels compute each tile of scores in float32 registers and never "
+            "store them in the input dtype, so the same inputs do not overflow there."
+        )
+    return text

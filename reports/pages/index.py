@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
-from reports.pages.common import device_label
+from reports.pages.common import device_label, nonfinite
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;
 color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;
@@ -80,6 +80,14 @@ def render(
             f"{len(failed)} validation(s) failed: "
             + ", ".join(f"{r.impl} {r.dtype}" for r in failed.itertuples())
             + ". Their points were not measured."
+        )
+    broken = nonfinite(metrics)
+    if not broken.empty:
+        warnings.append(
+            f"Finding: {len(broken)} point(s) returned non-finite outputs where the float64 "
+            "definition is finite ("
+            + ", ".join(f"{r.impl} {r.dtype} T={r.tokens} inputs={r.inputs}" for r in broken.itertuples())
+            + "); the Storage and Tile-softmax reports explain why."
         )
     for status in ("skipped", "failed"):
         bad = metrics[metrics["status"] == status]

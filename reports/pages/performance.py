@@ -1,5 +1,8 @@
-"""Performance page: time per call and throughput against T, the gain from fusing, and the
-achieved bandwidth. On a CPU only the PyTorch paths are timed."""
+"""Performance page: the speed-up from fusing in the device's native type first, then time and
+throughput against T, every speed-up, and the achieved bandwidth against the machine's
+measured ceilings. On a CPU only the PyTorch paths are timed, and 2-byte CPU timings are
+labelled with what slows them. Speed-ups, TFLOP/s and GB/s come from the tables
+(kernels.io.derived); this page only selects and draws them."""
 
 from __future__ import annotations
 
@@ -8,28 +11,92 @@ import seaborn as sns
 
 from reports.pages.common import device_label, load, ok
 
-__all__ = ["load", "device_label", "timed", "time_figure", "speedups", "bandwidth", "ceilings"]
+__all__ = [
+    "load",
+    "device_label",
+    "timed",
+    "headline",
+    "slow_dtype_note",
+    "time_figure",
+    "speedup_table",
+    "bandwidth",
+    "ceilings",
+]
 
-PAIRS = [("triton_flash", "triton_naive"), ("sdpa", "torch_naive")]  # (fused, materialized)
+SHAPE = ["batch", "heads", "tokens", "head_dim", "causal", "inputs"]
+NATIVE = {"cpu": "float32"}  # the dtype a device's matrix products are fast in (GPU: any)
 
 
 def timed(metrics: pd.DataFrame) -> pd.DataFrame:
     return ok(metrics).dropna(subset=["time_ms"])
 
 
+def _fused(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Timed points of implementations that do not store S and P, with their speed-up."""
+    data = timed(metrics)
+    return data[(data["twin"] != data["impl"]) & data["speedup_vs_materialized"].notna()]
+
+
+def headline(metrics: pd.DataFrame, device: str) -> str:
+    """The speed-up from fusing in the device's native dtype, largest T first."""
+    native = NATIVE.get(device)
+    data = _fused(metrics)
+    if native:
+        data = data[data["dtype"] == native]
+    if data.empty:
+        where = f" in {native}" if native else ""
+        return f"No fused implementation and its materialized twin were both timed{where} in this run."
+    lines = []
+    for (impl, twin, dtype), group in data.groupby(["impl", "twin", "dtype"]):
+        best = group.groupby(SHAPE)["speedup_vs_materialized"].max().reset_index()
+        best = best.sort_values(["tokens", "causal"], ascending=[False, False])
+        cases = "; ".join(
+            f"T = {r.tokens:,} {'causal' if r.causal else 'not causal'}: **{r.speedup_vs_materialized:.1f}×**"
+            for r in best.itertuples()
+        )
+        lines.append(f"- **{impl}** against **{twin}**, {dtype}: {cases}")
+    return (
+        f"**Speed-up from fusing** (time of the materialized twin over the fused time, same "
+        f"inputs, {native or 'every dtype'}):\n\n" + "\n".join(lines)
+    )
+
+
+def slow_dtype_note(metrics: pd.DataFrame, device: str) -> str | None:
+    """On a CPU, 2-byte timings against float32 ones of the same implementation and shape:
+    how much slower, from the data, and why."""
+    if device != "cpu":
+        return None
+    data = timed(metrics)
+    half = data[data["dtype"].isin(["float16", "bfloat16"])]
+    if half.empty:
+        return None
+    single = data[data["dtype"] == "float32"].groupby(["impl"] + SHAPE)["time_ms"].min()
+    ratios = half.join(single.rename("float32_ms"), on=["impl"] + SHAPE).dropna(subset=["float32_ms"])
+    text = (
+        "**About the 2-byte timings on this CPU:** PyTorch's CPU matrix products have no fast "
+        "float16 or bfloat16 path on most processors, so these times include converting "
+        "elements and slow kernels; their speed-ups say more about the dtype than about fusing. "
+        "Read the float32 ones."
+    )
+    if ratios.empty:
+        return text
+    ratios = ratios.assign(slower=ratios["time_ms"] / ratios["float32_ms"])
+    per_impl = ratios.groupby(["impl", "dtype"])["slower"].median()
+    found = "; ".join(f"{impl} {dtype}: {x:.1f}×" for (impl, dtype), x in per_impl.items())
+    return text + f" Measured here, the median 2-byte time over the float32 time of the same point: {found}."
+
+
+def _case(row) -> str:
+    blocks = "" if pd.isna(row["block_m"]) else f" {int(row['block_m'])}×{int(row['block_n'])}"
+    return f"{row['impl']}{blocks}"
+
+
 def time_figure(metrics: pd.DataFrame, value: str, ylabel: str, device: str):
     data = timed(metrics)
+    data = data[data["inputs"] == "normal"]
     if data.empty:
         return None
-    data = data.assign(
-        case=data.apply(
-            lambda r: (
-                f"{r['impl']}"
-                + ("" if pd.isna(r["block_m"]) else f" {int(r['block_m'])}×{int(r['block_n'])}")
-            ),
-            axis=1,
-        )
-    )
+    data = data.assign(case=data.apply(_case, axis=1))
     grid = sns.relplot(
         data=data,
         x="tokens",
@@ -38,7 +105,8 @@ def time_figure(metrics: pd.DataFrame, value: str, ylabel: str, device: str):
         style="causal",
         kind="line",
         markers=True,
-        col="head_dim",
+        col="dtype",
+        row="head_dim",
         height=4,
         aspect=1.2,
     )
@@ -49,14 +117,10 @@ def time_figure(metrics: pd.DataFrame, value: str, ylabel: str, device: str):
     return grid.figure
 
 
-def speedups(metrics: pd.DataFrame, fast: str, slow: str) -> pd.DataFrame:
-    key = ["batch", "heads", "tokens", "head_dim", "dtype", "causal"]
-    data = timed(metrics)
-    a = data[data["impl"] == fast].groupby(key)["time_ms"].min()
-    b = data[data["impl"] == slow].groupby(key)["time_ms"].min()
-    joined = pd.concat({f"{fast} ms": a, f"{slow} ms": b}, axis=1).dropna()
-    joined["speed-up"] = joined[f"{slow} ms"] / joined[f"{fast} ms"]
-    return joined.reset_index()
+def speedup_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    columns = SHAPE[:4] + ["dtype", "causal", "inputs", "impl", "twin", "time_ms", "speedup_vs_materialized"]
+    data = _fused(metrics)[columns]
+    return data.sort_values(["dtype", "impl", "tokens", "causal"]).reset_index(drop=True)
 
 
 def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -66,23 +130,21 @@ def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:
         "head_dim",
         "dtype",
         "causal",
+        "inputs",
         "block_m",
         "block_n",
         "time_ms",
         "gbps",
         "tflops",
     ]
-    return timed(metrics)[columns].sort_values(["impl", "tokens"]).reset_index(drop=True)
+    return timed(metrics)[columns].sort_values(["impl", "dtype", "tokens"]).reset_index(drop=True)
 
 
-def ceilings(env: dict) -> str:
-    found = env.get("ceilings")
-    if not found:
-        return (
-            "No machine ceilings (copy bandwidth, matrix-product rate) were measured in this "
-            "run, so no roofline is drawn."
-        )
+def ceilings(found: dict) -> str:
+    """The machine's measured rates, for reading the bandwidth and throughput above."""
     return (
-        f"Measured ceilings: copy {found['copy_gbps']:.0f} GB/s, bf16 matrix product "
-        f"{found['matmul_tflops']:.0f} TFLOP/s."
+        f"**Measured ceilings of this machine** ({found['device_name']}, {found['threads']} "
+        f"threads): memory copy {found['copy_gbps']:.1f} GB/s; {found['matmul_dtype']} matrix "
+        f"product {found['matmul_tflops'] * 1e3:,.0f} GFLOP/s. A point's GB/s above the copy rate "
+        "means its bytes were served by caches, not memory."
     )

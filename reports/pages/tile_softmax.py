@@ -7,9 +7,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from reports.pages.common import load
+from reports.pages.common import load, overflow_finding
 
-__all__ = ["load", "figure4_table", "example_figure", "error_heatmap", "case_text", "swept_errors"]
+__all__ = [
+    "load",
+    "figure4_table",
+    "example_figure",
+    "error_heatmap",
+    "case_text",
+    "swept_errors",
+    "overflow_finding",
+]
 
 
 def figure4_table(example: dict):
@@ -68,9 +76,11 @@ def swept_errors(metrics: pd.DataFrame) -> pd.DataFrame:
         "head_dim",
         "dtype",
         "causal",
+        "inputs",
         "block_m",
         "block_n",
         "max_abs_error",
+        "nonfinite_outputs",
         "status",
     ]
     return swept[columns].sort_values(["tokens", "impl"]).reset_index(drop=True)

@@ -34,6 +34,9 @@ BUILD_TARGETS = list(
 REQUIRED_TARGETS = [LOCAL_TARGET] if LOCAL_TARGET else BUILD_TARGETS
 BUILD_JOBS = attnio_sweep.build_jobs(POINTS) if BUILD_TARGETS else {}
 GROUPS = attnio_sweep.groups(POINTS)
+# A measure job's own limit turns a hang into a failed record; SLURM's, a little longer, is
+# the backstop where that cannot run.
+JOB_MINUTES = config["limits"]["job_seconds"] // 60 + 5
 
 
 wildcard_constraints:
@@ -53,10 +56,27 @@ def quoted(values):
     return " ".join(shlex.quote(str(v)) for v in values)
 
 
-def times_on_this_machine(impl):
-    """Jobs that time kernels take the machine for themselves: every GPU job, and on a CPU
-    the torch paths (the interpreter is never timed, so its jobs run side by side)."""
-    return 1 if ON_GPU or impl not in TRITON_IMPLEMENTATIONS else 0
+# A job that times kernels owns the machine: it asks for every core Snakemake may use, so no
+# other job (each takes at least one core) runs beside it. Timed are every measure job on a
+# GPU, the torch paths on a CPU (the interpreter is never timed, so its jobs run side by
+# side) and the ceilings. On a cluster (no --cores) it asks SLURM for a node of its own.
+LOCAL_CORES = workflow.resource_settings.cores
+
+
+def times_kernels(impl):
+    return ON_GPU or impl not in TRITON_IMPLEMENTATIONS
+
+
+def machine_threads(wildcards=None):
+    return LOCAL_CORES or 1
+
+
+def timed_threads(wildcards):
+    return machine_threads() if times_kernels(wildcards.impl) else 1
+
+
+def timed_slurm_extra(wildcards):
+    return "--exclusive" if times_kernels(wildcards.impl) else ""
 
 
 # --- inputs and resources of the rules (evaluated per job) ---

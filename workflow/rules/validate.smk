@@ -10,7 +10,6 @@ rule validate:
         "../../envs/attnio.yaml"
     resources:
         gpu=1 if ON_GPU else 0,
-        bench=lambda wc: times_on_this_machine(wc.impl),
         runtime=30,
     params:
         device=DEVICE,

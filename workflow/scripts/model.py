@@ -8,4 +8,4 @@ smk = snakemake  # noqa: F821 (injected by Snakemake)
 with open(smk.log[0], "w") as log:
     sys.stderr = sys.stdout = log
     out = smk.output
-    model_tables.write(dict(smk.params.sweep), out.sizes, out.block_traffic, out.example)
+    model_tables.write(smk.params.sweep, out.sizes, out.block_traffic, out.example)

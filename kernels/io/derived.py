@@ -1,0 +1,39 @@
+"""Figures derived from measured ones, computed here once for every implementation (as
+tritonbench derives its metrics for all backends): throughput from the model's FLOPs,
+bandwidth from the model's bytes, and the speed-up from fusing, the time of the materialized
+twin (kernels.spec.MATERIALIZED_TWIN) on the same inputs over the point's own time. A twin
+measured with several block shapes counts with its fastest."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kernels.spec import MATERIALIZED_TWIN
+
+# What makes two points' inputs the same: the shape, the dtype, the mask, what q, k, v hold
+# and the device (the seed is the run's).
+SAME_INPUTS = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "device"]
+
+
+def throughput(metrics: pd.DataFrame) -> pd.DataFrame:
+    """TFLOP/s and GB/s of every timed point (the model's bytes: as issued where the model
+    knows them, else the compulsory ones)."""
+    seconds = metrics["time_ms"] / 1e3
+    moved = metrics["traffic_model_bytes"].fillna(metrics["traffic_compulsory_bytes"])
+    return metrics.assign(tflops=metrics["flops"] / seconds / 1e12, gbps=moved / seconds / 1e9)
+
+
+def speedups(metrics: pd.DataFrame) -> pd.DataFrame:
+    """``twin`` and ``speedup_vs_materialized`` for every point (missing where either is untimed)."""
+    twin = metrics["impl"].map(MATERIALIZED_TWIN)
+    timed = metrics[metrics["status"] == "ok"].dropna(subset=["time_ms"])
+    fastest = timed.groupby(["impl"] + SAME_INPUTS, dropna=False)["time_ms"].min().rename("twin_time_ms")
+    keyed = metrics[SAME_INPUTS].assign(impl=twin)
+    twin_ms = keyed.join(fastest, on=["impl"] + SAME_INPUTS)["twin_time_ms"]
+    own_ms = metrics["time_ms"].where(metrics["status"] == "ok")
+    return metrics.assign(twin=twin, speedup_vs_materialized=twin_ms / own_ms)
+
+
+def derive(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Every derived column, added to the table of points."""
+    return speedups(throughput(metrics))

@@ -1,0 +1,58 @@
+"""The machine's ceilings, measured once per run before any point is timed: how fast it copies
+memory and how fast it multiplies matrices. A point's predicted time is bounded below by its
+bytes over the copy rate and its FLOPs over the matrix-product rate (a roofline), which is
+what lets a point too slow to finish be skipped before it starts.
+
+CPU: a 256 MiB float32 copy and a 2,048² float32 product on the job's threads. GPU: a 1 GiB
+device-to-device copy and an 8,192² bfloat16 product, timed with do_bench.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import torch
+
+from kernels.measure.provenance import device_name
+from kernels.measure.timing import time_cpu, time_cuda
+
+COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}
+MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
+MATMUL_DTYPE = {"cpu": "float32", "cuda": "bfloat16"}
+
+
+def _time(device: str, fn) -> float:
+    found = time_cuda(fn) if device == "cuda" else time_cpu(fn, torch.get_num_threads())
+    return found["time_ms"] / 1e3
+
+
+def copy_rate(device: str) -> float:
+    """Bytes per second moved by a copy: each element read once and written once."""
+    n = COPY_BYTES[device] // 4
+    src = torch.rand(n, device=device)
+    dst = torch.empty_like(src)
+    seconds = _time(device, lambda: dst.copy_(src))
+    return 2 * COPY_BYTES[device] / seconds
+
+
+def matmul_rate(device: str) -> float:
+    """FLOP/s of one square matrix product in the device's fast dtype."""
+    n = MATMUL_SIZE[device]
+    dtype = getattr(torch, MATMUL_DTYPE[device])
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    seconds = _time(device, lambda: a @ b)
+    return 2 * n**3 / seconds
+
+
+def measure(device: str) -> dict:
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return {
+        "device": device,
+        "device_name": device_name(device),
+        "threads": torch.get_num_threads(),
+        "copy_gbps": copy_rate(device) / 1e9,
+        "matmul_tflops": matmul_rate(device) / 1e12,
+        "matmul_dtype": MATMUL_DTYPE[device],
+        "measured_at": started,
+    }

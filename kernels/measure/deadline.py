@@ -1,0 +1,36 @@
+"""A wall-clock limit for one measure job: when it passes, a ``failed`` record is written in
+place of the measurement and the process ends, so that a point that hangs or crawls becomes a
+record instead of a stuck workflow. A watchdog thread does it: torch's operators and the
+Triton interpreter release the interpreter lock often enough for it to run."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def deadline(seconds: float | None, on_expiry: Callable[[], None]) -> Iterator[threading.Lock]:
+    """Within the block, after ``seconds`` call ``on_expiry`` and exit the process (status
+    0: the record says what happened). The block holds the yielded lock while it writes its
+    own result, so that the two never both write."""
+    lock = threading.Lock()
+
+    def expire() -> None:
+        if lock.acquire(blocking=False):
+            on_expiry()
+            print(f"stopped after the time limit of {seconds:g} s", file=sys.stderr, flush=True)
+            os._exit(0)
+
+    timer = threading.Timer(seconds, expire) if seconds else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield lock
+    finally:
+        if timer:
+            timer.cancel()

@@ -1,0 +1,243 @@
+"""Numbers a reader can trust: timed jobs own the machine, timing with warm-up and spread,
+derived figures computed once, non-finite outputs flagged, and no point that hangs."""
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from workflow_run import ROOT, env, snakemake
+
+from kernels.impl import mode
+from kernels.io.records import validate_record
+from kernels.io.tables import tables
+from kernels.measure import ceilings as machine
+from kernels.measure.run import measure
+from kernels.measure.timing import time_cpu
+from kernels.measure.validate import Shape, validate
+from kernels.spec import LARGE_INPUT, MAX_SEED
+from kernels.study.point import Point
+
+DEFAULT = str(ROOT / "config" / "config.yaml")
+CI = str(ROOT / "config" / "presets" / "ci.yaml")
+
+
+@pytest.fixture(autouse=True)
+def interpreter():
+    mode.set_interpret(True)
+
+
+# --- timed jobs own the machine ------------------------------------------------------------
+
+
+def job_intervals(workdir: Path) -> list[dict]:
+    """Every job of the run as Snakemake recorded it: rule, log, start and end (seconds)."""
+    jobs: dict[tuple, dict] = {}
+    for path in (workdir / ".snakemake" / "metadata").rglob("*"):
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text())
+        key = (record["rule"], tuple(record["log"] or []), record["starttime"])
+        job = jobs.setdefault(
+            key, {"rule": record["rule"], "log": record["log"], "start": record["starttime"]}
+        )
+        job["end"] = max(job.get("end", 0.0), record["endtime"])
+    return list(jobs.values())
+
+
+def is_timed(job: dict) -> bool:
+    if job["rule"] == "ceilings":
+        return True
+    return job["rule"] == "measure" and not job["log"][0].split("/")[3].startswith("triton_")
+
+
+def test_no_job_runs_beside_a_timed_one(study):
+    jobs = job_intervals(study)
+    timed = [j for j in jobs if is_timed(j)]
+    assert len(timed) == 1 + 8 + 2 + 1  # ceilings, ci's torch points (float16, float32, large)
+    for job in timed:
+        for other in jobs:
+            if other is not job:
+                assert other["end"] <= job["start"] or other["start"] >= job["end"], (job, other)
+    # and interpreter jobs did run side by side, so the check above could have failed
+    interpreted = [j for j in jobs if j["rule"] == "measure" and not is_timed(j)]
+    assert any(
+        a["start"] < b["end"] and b["start"] < a["end"]
+        for a in interpreted
+        for b in interpreted
+        if a is not b
+    )
+
+
+def test_records_keep_threads_processor_and_times(study):
+    for path in (study / "results" / "points").rglob("*.json"):
+        record = json.loads(path.read_text())
+        assert record["threads"] >= 1 and record["processor"]
+        assert record["started_at"] <= record["finished_at"]
+        if record["impl"] in ("torch_naive", "sdpa"):
+            assert record["threads"] == 2  # the whole machine the study was given (--cores 2)
+
+
+# --- timing and derived figures --------------------------------------------------------------
+
+
+def test_cpu_timing_has_warm_up_repeats_and_spread():
+    a = torch.randn(256, 256)
+    found = time_cpu(lambda: a @ a, threads=1)
+    assert found["repeats"] >= 10
+    assert 0 < found["time_p10_ms"] <= found["time_ms"] <= found["time_p90_ms"]
+
+
+def test_derived_figures_follow_the_records():
+    records = [
+        measure(Point(impl, 1, 2, 128, 32, "float32", True), "cpu", seed=3)
+        for impl in ("torch_naive", "sdpa", "triton_naive", "triton_flash")
+    ]
+    for record in records:
+        validate_record(record)
+    metrics, _ = tables(records)
+    row = metrics.set_index("impl")
+    naive, sdpa = row.loc["torch_naive"], row.loc["sdpa"]
+    assert sdpa["twin"] == "torch_naive" and naive["twin"] == "torch_naive"
+    assert sdpa["speedup_vs_materialized"] == pytest.approx(naive["time_ms"] / sdpa["time_ms"])
+    assert naive["speedup_vs_materialized"] == pytest.approx(1.0)
+    assert sdpa["tflops"] == pytest.approx(sdpa["flops"] / (sdpa["time_ms"] / 1e3) / 1e12)
+    assert sdpa["gbps"] == pytest.approx(sdpa["traffic_compulsory_bytes"] / (sdpa["time_ms"] / 1e3) / 1e9)
+    # interpreted Triton points have no time, so nothing is derived from one
+    assert pd.isna(row.loc["triton_flash", "speedup_vs_materialized"])
+    assert pd.isna(row.loc["triton_flash", "tflops"])
+
+
+# --- non-finite outputs ------------------------------------------------------------------------
+
+
+def test_an_overflowing_float16_s_is_a_failed_record_the_fused_kernel_is_not():
+    def run(impl, dtype="float16"):
+        blocks = (16, 32) if impl.startswith("triton_") else (None, None)
+        point = Point(impl, 1, 1, 24, 16, dtype, False, *blocks, inputs="large")
+        return measure(point, "cpu", seed=1)
+
+    for impl in ("torch_naive", "triton_naive"):
+        record = run(impl)
+        validate_record(record)
+        assert record["status"] == "failed"
+        assert record["nonfinite_outputs"] == 24 * 16
+        assert "S stored in float16 overflows" in record["reason"]
+        product = 16 * LARGE_INPUT**2
+        assert f"{product:.3g}" in record["reason"] and "65,504" in record["reason"]
+    for impl in ("triton_flash", "sdpa"):
+        record = run(impl)
+        assert record["status"] == "ok" and record["nonfinite_outputs"] == 0
+        assert record["max_abs_error"] < 1e-2
+    assert run("torch_naive", "bfloat16")["status"] == "ok"  # bfloat16 holds the scores
+
+
+def test_validation_expects_the_overflow_and_nothing_else():
+    results = validate(
+        impls=("torch_naive", "sdpa", "triton_naive", "triton_flash"),
+        dtypes=("float16", "bfloat16"),
+        causals=(True,),
+        shapes=(Shape(1, 1, 20, 16, inputs="large"),),
+        block_m=16,
+        block_n=32,
+    )
+    verdicts = {(r.impl, r.dtype): r.verdict for r in results}
+    assert all(r.as_expected for r in results)
+    assert verdicts[("torch_naive", "float16")] == verdicts[("triton_naive", "float16")] == "nonfinite"
+    assert verdicts[("triton_flash", "float16")] == verdicts[("sdpa", "float16")] == "pass"
+    assert {verdicts[(i, "bfloat16")] for i in ("torch_naive", "triton_naive")} == {"pass"}
+
+
+def test_ci_study_flags_the_overflow_in_records_and_reports(study):
+    table = pd.read_csv(study / "results" / "metrics.csv")
+    large = table[table["inputs"] == "large"].set_index("impl")
+    assert set(large.loc[["torch_naive", "triton_naive"], "status"]) == {"failed"}
+    assert large.loc["triton_flash", "status"] == "ok" and large.loc["triton_flash", "nonfinite_outputs"] == 0
+    index = (study / "results" / "index.html").read_text()
+    assert "Finding: 2 point(s) returned non-finite outputs" in index
+    for name in ("storage", "tile_softmax"):
+        page = (study / "results" / "reports" / f"{name}.html").read_text()
+        assert "Overflow of a stored S" in page and "triton_naive float16: 256 of 256" in page
+
+
+# --- nothing hangs -----------------------------------------------------------------------------
+
+
+def test_a_point_predicted_too_slow_is_skipped_before_it_runs():
+    mode.set_interpret(True)
+    rates = machine.measure("cpu")
+    assert rates["copy_gbps"] > 0 and rates["matmul_tflops"] > 0
+    started = time.perf_counter()
+    record = measure(
+        Point("sdpa", 1, 1, 200_000, 64, "float32", False), "cpu", ceilings=rates, budget_seconds=5
+    )
+    assert time.perf_counter() - started < 30  # a hang guard: the point itself would take minutes
+    assert record["status"] == "skipped" and "over the budget of 5 s per call" in record["reason"]
+    flops = 4 * 200_000**2 * 64
+    assert f"{flops:.2e} FLOP" in record["reason"]
+
+
+def test_a_job_past_its_time_limit_leaves_a_failed_record(tmp_path):
+    out = tmp_path / "slow.json"
+    command = [sys.executable, "-m", "kernels", "measure", "--impl", "sdpa", "--tokens", "30000"]
+    command += ["--head-dim", "64", "--dtype", "float32", "--device", "cpu", "--time-limit", "2"]
+    started = time.perf_counter()
+    done = subprocess.run(
+        command + ["--out", str(out)], capture_output=True, text=True, timeout=300, env=env()
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.perf_counter() - started < 120  # alone: about 5 s (imports, then 2 s of work)
+    record = json.loads(out.read_text())
+    validate_record(record)
+    assert record["status"] == "failed" and "time limit of 2 s" in record["reason"]
+    assert "stopped after the time limit" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "override, accepted",
+    [
+        ({"seed": 10**29}, False),
+        ({"seed": MAX_SEED}, True),
+        ({"seed": -1}, False),
+        ({"sweep": {"tokens": [10**7]}}, True),
+        ({"sweep": {"tokens": [2**25]}}, False),
+        ({"sweep": {"heads": [70_000]}}, False),
+        ({"sweep": [{"tokens": [16]}, {"dtype": ["float32"], "impls": ["sdpa"]}]}, True),
+        ({"sweep": [{"tokenz": [16]}]}, False),
+        ({"sweep": []}, False),
+        ({"limits": {"call_seconds": 0}}, False),
+    ],
+)
+def test_schema_bounds(override, accepted):
+    from snakemake.utils import validate as validate_config
+
+    config = yaml.safe_load(Path(DEFAULT).read_text()) | override
+    schema = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    if accepted:
+        validate_config(config, schema)
+    else:
+        with pytest.raises(Exception, match="Error validating config file"):
+            validate_config(config, schema)
+
+
+def test_ten_million_tokens_finish_in_seconds_as_skipped_records(tmp_path):
+    huge = tmp_path / "huge.yaml"
+    grid = {"impls": ["torch_naive", "sdpa", "triton_flash"], "tokens": [10**7], "head_dim": [16]}
+    huge.write_text(
+        yaml.safe_dump({"device": "cpu", "build": {"targets": []}, "sweep": grid | {"dtype": ["float32"]}})
+    )
+    started = time.perf_counter()
+    done = snakemake(tmp_path, "--cores", "2", "collect", "--configfile", DEFAULT, str(huge), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "results" / "metrics.csv")
+    assert len(table) == 6 and (table["status"] == "skipped").all(), table[["impl", "reason"]]
+    assert table["reason"].str.contains("would not fit in memory|over the budget").all()
+    # alone about a minute, most of it validating the three implementations first
+    assert time.perf_counter() - started < 600
+    assert math.isfinite(table["flops"].max())
