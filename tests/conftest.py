@@ -22,6 +22,7 @@ def study(tmp_path_factory):
         "--configfile",
         str(ROOT / "config" / "config.yaml"),
         str(ROOT / "config" / "presets" / "ci.yaml"),
+        timeout=1800,  # a hang guard: alone the study takes about 4 minutes, beside other tests 6
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return workdir

@@ -58,6 +58,7 @@ def test_unexpected_verdict_is_flagged():
         tokens=90,
         head_dim=16,
         layout="contiguous",
+        inputs="normal",
         block_m=16,
         block_n=32,
         seed=0,
