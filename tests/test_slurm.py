@@ -57,21 +57,14 @@ def test_ci_preset_runs_through_slurm(tmp_path):
         ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=run_env, cwd=work)
         assert done.returncode == 0, done.stderr[-4000:]
-        queue = subprocess.run(
-            ["squeue", "-h", "-t", "all", "-o", "%j|%T"],
+        queue = subprocess.run(  # state, the job's comment (rule and wildcards), OverSubscribe
+            ["squeue", "-h", "-t", "all", "-o", "%T|%k|%h"],
             capture_output=True,
             text=True,
             env=run_env,
             check=True,
         ).stdout.split()
-        sharing = subprocess.run(  # the job's comment (rule and wildcards) and OverSubscribe
-            ["squeue", "-h", "-t", "all", "-o", "%k|%h"],
-            capture_output=True,
-            text=True,
-            env=run_env,
-            check=True,
-        ).stdout.split()
-    states = [line.split("|")[1] for line in queue]
+    states = [line.split("|")[0] for line in queue]
     # env, ceilings, 7 validations (5 float16, 2 float32), 25 points; gathering, tables and
     # reports run locally
     assert len(states) == 34
@@ -81,6 +74,6 @@ def test_ci_preset_runs_through_slurm(tmp_path):
     assert (table[table["inputs"] == "normal"]["status"] == "ok").all()
     # a job that times kernels had a node of its own (--exclusive: not oversubscribable)
     timed = re.compile(r"rule_ceilings|rule_measure_wildcards_(torch_naive|sdpa)_")
-    owned = {comment: share == "NO" for comment, share in (line.split("|") for line in sharing)}
+    owned = {comment: share == "NO" for _, comment, share in (line.split("|") for line in queue)}
     assert sum(bool(timed.match(c)) for c in owned) == 12
     assert all(owned[c] == bool(timed.match(c)) for c in owned)

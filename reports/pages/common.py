@@ -13,6 +13,8 @@ import pandas as pd
 import seaborn as sns
 
 MIB = 1 << 20
+# What names a point in a table for a reader, before the columns a table is about.
+POINT_COLUMNS = ["impl", "tokens", "head_dim", "dtype", "causal", "inputs"]
 
 
 def style() -> None:

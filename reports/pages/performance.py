@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import seaborn as sns
 
-from reports.pages.common import device_label, load, ok
+from reports.pages.common import POINT_COLUMNS, device_label, load, ok
 
 __all__ = [
     "load",
@@ -124,19 +124,7 @@ def speedup_table(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:
-    columns = [
-        "impl",
-        "tokens",
-        "head_dim",
-        "dtype",
-        "causal",
-        "inputs",
-        "block_m",
-        "block_n",
-        "time_ms",
-        "gbps",
-        "tflops",
-    ]
+    columns = [*POINT_COLUMNS, "block_m", "block_n", "time_ms", "gbps", "tflops"]
     return timed(metrics)[columns].sort_values(["impl", "dtype", "tokens"]).reset_index(drop=True)
 
 

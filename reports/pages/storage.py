@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from reports.pages.common import MIB, load, ok, overflow_finding
+from reports.pages.common import MIB, POINT_COLUMNS, load, ok, overflow_finding
 
 __all__ = [
     "load",
@@ -116,15 +116,5 @@ def peak_figure(metrics: pd.DataFrame):
 
 
 def peak_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    columns = [
-        "impl",
-        "tokens",
-        "head_dim",
-        "dtype",
-        "causal",
-        "inputs",
-        "bytes_S",
-        "bytes_P",
-        "peak_alloc_bytes",
-    ]
+    columns = [*POINT_COLUMNS, "bytes_S", "bytes_P", "peak_alloc_bytes"]
     return ok(metrics)[columns].sort_values(["impl", "tokens"]).reset_index(drop=True)

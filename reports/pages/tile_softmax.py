@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from reports.pages.common import load, overflow_finding
+from reports.pages.common import POINT_COLUMNS, load, overflow_finding
 
 __all__ = [
     "load",
@@ -70,17 +70,5 @@ def case_text(errors: pd.DataFrame, env: dict) -> str:
 
 def swept_errors(metrics: pd.DataFrame) -> pd.DataFrame:
     swept = metrics[metrics["impl"].isin(["triton_tile_softmax", "triton_flash"])]
-    columns = [
-        "impl",
-        "tokens",
-        "head_dim",
-        "dtype",
-        "causal",
-        "inputs",
-        "block_m",
-        "block_n",
-        "max_abs_error",
-        "nonfinite_outputs",
-        "status",
-    ]
+    columns = [*POINT_COLUMNS, "block_m", "block_n", "max_abs_error", "nonfinite_outputs", "status"]
     return swept[columns].sort_values(["tokens", "impl"]).reset_index(drop=True)
