@@ -22,6 +22,7 @@ from kernels.spec import (
     DEFAULT_TARGETS,
     DEVICES,
     DTYPES,
+    GPU_TARGETS,
     HEAD_DIMS,
     IMPLEMENTATIONS,
     INPUTS,
@@ -30,6 +31,20 @@ from kernels.spec import (
 from kernels.study.point import Point, add_cli_arguments, positive_int, seed_int
 
 DEVICE_HELP = "auto: cuda when torch sees a GPU, else cpu (Triton through its interpreter)"
+
+
+def output_file(text: str) -> str:
+    """A file to write: refused at once when it names a folder, or a folder that a file
+    blocks, so that no work is done for a result that cannot be written."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; name a file in it")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
+            break
+    return text
 
 
 def resolve_device(name: str) -> str:
@@ -129,7 +144,9 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--block-m", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--seed", type=seed_int, default=0)
-    cmd.add_argument("--json", metavar="PATH", help="also write every result as JSON (atomically)")
+    cmd.add_argument(
+        "--json", metavar="PATH", type=output_file, help="also write every result as JSON (atomically)"
+    )
     cmd.add_argument("--quiet", action="store_true", help="print the table only at the end")
     cmd.add_argument(
         "--exit-zero",
@@ -185,13 +202,13 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
         default=JOB_LIMIT_SECONDS,
         help="seconds after which the measurement stops and the record says failed (0: none)",
     )
-    cmd.add_argument("--out", required=True, help="JSON record to write (atomically)")
+    cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
 
 
 def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
     cmd.add_argument("--threads", type=positive_int, help="torch's thread count (default: torch's own)")
-    cmd.add_argument("--out", required=True, help="JSON to write (atomically)")
+    cmd.add_argument("--out", required=True, type=output_file, help="JSON to write (atomically)")
 
 
 def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -205,10 +222,13 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--target",
         nargs="+",
+        choices=[*GPU_TARGETS, "local"],
         default=list(DEFAULT_TARGETS),
-        help="sm_NN targets, or 'local' for this machine's GPU",
+        help="GPU targets, or 'local' for this machine's GPU",
     )
-    cmd.add_argument("--out", required=True, help="JSON with one record per variant and target")
+    cmd.add_argument(
+        "--out", required=True, type=output_file, help="JSON with one record per variant and target"
+    )
     cmd.add_argument(
         "--artifacts",
         required=True,
@@ -219,7 +239,7 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
 def add_tile_errors_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
     cmd.add_argument("--seed", type=seed_int, default=0)
-    cmd.add_argument("--out", required=True, help="CSV to write (atomically)")
+    cmd.add_argument("--out", required=True, type=output_file, help="CSV to write (atomically)")
 
 
 # --- the handlers --------------------------------------------------------------------------

@@ -174,11 +174,14 @@ def test_build_refuses_bad_targets_and_points(tmp_path):
         "--artifacts",
         str(tmp_path),
     )
-    assert done.returncode != 0 and "target='sm90'" in done.stderr
-    done = kernels_cli(
-        "build", "--point", "triton_flash/T100", "--out", str(tmp_path / "b"), "--artifacts", str(tmp_path)
-    )
-    assert done.returncode != 0 and "does not read as" in done.stderr
+    assert done.returncode == 2 and "argument --target: invalid choice: 'sm90'" in done.stderr
+    for point, message in [
+        ("triton_flash/T100", "does not read as"),
+        (SMALL.replace("bm16", "bm48"), "block_m=48: allowed values are 16, 32, 64, 128, 256"),
+    ]:
+        out = ["--out", str(tmp_path / "b"), "--artifacts", str(tmp_path)]
+        done = kernels_cli("build", "--point", point, *out)
+        assert done.returncode != 0 and message in done.stderr
     assert not (tmp_path / "b").exists()
 
 

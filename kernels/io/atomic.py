@@ -1,5 +1,6 @@
 """Atomic writes: a temporary file in the same folder, then a rename, so an interrupted run
-never leaves a half-written file under the final name."""
+never leaves a half-written file under the final name. The file gets the permissions the
+umask gives a new file (mkstemp's own are 0600, which a group or a web server cannot read)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
+def new_file_mode() -> int:
+    """0666 less the process's umask: what open() would give a new file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
     """Call ``write(temporary_path)``, then rename the result to ``path``."""
     target = Path(path)
@@ -19,6 +27,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], None]) -> None
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

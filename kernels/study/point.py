@@ -101,6 +101,10 @@ class Point:
             raise ValueError(f"tokens={self.tokens}: at most {MAX_TOKENS:,}")
         if self.inputs not in INPUTS:
             raise ValueError(f"inputs={self.inputs!r}: allowed values are {', '.join(INPUTS)}")
+        for name in ("block_m", "block_n"):
+            value = getattr(self, name)
+            if value is not None and value not in BLOCK_SIZES:
+                raise ValueError(f"{name}={value!r}: allowed values are {', '.join(map(str, BLOCK_SIZES))}")
         if self.impl in TRITON_IMPLEMENTATIONS:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
