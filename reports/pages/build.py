@@ -116,7 +116,12 @@ def highlight(table: pd.DataFrame):
                 return [f"background-color: {shade}"] * len(row)
         return [""] * len(row)
 
-    return table.style.apply(colour, axis=1).hide(axis="index").format({"shared KiB": "{:.1f}"}, na_rep="–")
+    return (
+        table.style.set_uuid("build")
+        .apply(colour, axis=1)
+        .hide(axis="index")
+        .format({"shared KiB": "{:.1f}"}, na_rep="–")
+    )
 
 
 def resources_figure(table: pd.DataFrame):

@@ -26,7 +26,7 @@ def figure4_table(example: dict):
     cases = ["row [0, 0, 0, 0]", f"row [0, 0, {x:g}, {x:g}]", "softmax of [0, 0] alone"]
     keys = ["row_0000_first", "row_00xx_first", "first_two_only_first"]
     frame = pd.DataFrame({"case": cases, "first probability": [values[k] for k in keys]})
-    return frame.style.format({"first probability": "{:.2%}"}).hide(axis="index")
+    return frame.style.set_uuid("figure4").format({"first probability": "{:.2%}"}).hide(axis="index")
 
 
 def example_figure(example: dict):

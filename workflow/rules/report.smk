@@ -1,6 +1,7 @@
 rule report_notebook:
     """Execute one report template with papermill. The executed notebook is kept under
-    logs/ even when a cell fails; the result is copied into place only on success."""
+    logs/ even when a cell fails; the result, with cell ids and timings made independent of
+    the run (reports.stable), is copied into place only on success."""
     input:
         unpack(report_inputs),
         template=f"{workflow.basedir}/reports/{{report}}.ipynb",
@@ -15,7 +16,8 @@ rule report_notebook:
         parameters=papermill_parameters,
     shell:
         "papermill {input.template:q} {log.notebook:q} -k python3 {params.parameters} "
-        "> {log.messages:q} 2>&1 && cp {log.notebook:q} {output:q}"
+        "> {log.messages:q} 2>&1 && python -m reports.stable {log.notebook:q} "
+        ">> {log.messages:q} 2>&1 && cp {log.notebook:q} {output:q}"
 
 
 rule report_html:
