@@ -21,7 +21,10 @@ test: lint
 
 # The whole study with the default config (config/config.yaml); results land in results/.
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.
+# A lock left by a run that was killed (kill -9) is removed first, but only when no Snakemake
+# process works in this folder.
 reproduce: venv
+	$(BIN)/python workflow/scripts/unlock_if_stale.py .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all
 	@echo "reports: results/index.html (links every report); tables: results/metrics.csv, results/stages.csv"
 

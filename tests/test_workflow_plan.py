@@ -136,3 +136,38 @@ def test_conda_env_pins_agree_with_the_project():
             if name in wanted:
                 assert requirement == wanted[name], f"{env_file.name}: {requirement} vs {wanted[name]}"
         assert "torch==2.13.0" in pip and "triton==3.7.1" in pip
+
+
+def test_a_stale_lock_goes_and_a_live_one_stays(tmp_path):
+    """What `make reproduce` runs first: a lock whose Snakemake was killed with -9 is removed;
+    the lock of a Snakemake still running in the folder is not."""
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump({"build": {"targets": []}, "sweep": {"impls": ["sdpa"], "tokens": [16]}}))
+    unlock = [sys.executable, str(ROOT / "workflow" / "scripts" / "unlock_if_stale.py"), str(tmp_path)]
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "1"]
+    command += ["collect", "--configfile", DEFAULT, CI, str(small)]
+    run = subprocess.Popen(
+        command,
+        env=env(),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    locks = tmp_path / ".snakemake" / "locks"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (locks.is_dir() and any(locks.iterdir())):
+        time.sleep(0.1)
+    assert any(locks.iterdir()), "the run never took its lock"
+    live = subprocess.run(unlock, capture_output=True, text=True, timeout=60)
+    assert "its lock stays" in live.stdout and any(locks.iterdir())
+    os.killpg(run.pid, signal.SIGKILL)  # no chance to clean up
+    run.wait()
+    assert any(locks.iterdir())
+    quick = ["--cores", "1", "results/env.json", "--configfile", DEFAULT, CI, str(small)]  # a real run locks
+    blocked = snakemake(tmp_path, *quick)
+    assert blocked.returncode != 0 and "cannot be locked" in blocked.stderr
+    stale = subprocess.run(unlock, capture_output=True, text=True, timeout=60)
+    assert "removed a stale Snakemake lock" in stale.stdout and not any(locks.iterdir())
+    again = snakemake(tmp_path, *quick)
+    assert again.returncode == 0, again.stderr[-2000:]
