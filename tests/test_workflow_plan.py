@@ -14,7 +14,7 @@ import time
 import pandas as pd
 import pytest
 import yaml
-from workflow_run import ROOT, env, snakemake
+from workflow_run import ROOT, snakemake, start
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
@@ -32,30 +32,9 @@ def test_interrupted_run_resumes(tmp_path):
             }
         )
     )
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--cores",
-        "1",
-        "collect",  # the tables are enough here; the reports have tests of their own
-        "--configfile",
-        DEFAULT,
-        CI,
-        str(small),
-    ]
-    run = subprocess.Popen(
-        command,
-        env=env(),
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    # the tables are enough here; the reports have tests of their own
+    args = ["--cores", "1", "collect", "--configfile", DEFAULT, CI, str(small)]
+    run = start(tmp_path, *args)
     points = tmp_path / "results" / "points"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(points.rglob("*.json"))) < 3:
@@ -63,7 +42,7 @@ def test_interrupted_run_resumes(tmp_path):
     os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     run.wait()
     assert not (tmp_path / "results" / "metrics.csv").exists()
-    resumed = subprocess.run(command, env=env(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    resumed = snakemake(tmp_path, *args)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     table = pd.read_csv(tmp_path / "results" / "metrics.csv")
     assert len(table) == 8 and (table["status"] == "ok").all()
@@ -144,16 +123,7 @@ def test_a_stale_lock_goes_and_a_live_one_stays(tmp_path):
     small = tmp_path / "small.yaml"
     small.write_text(yaml.safe_dump({"build": {"targets": []}, "sweep": {"impls": ["sdpa"], "tokens": [16]}}))
     unlock = [sys.executable, str(ROOT / "workflow" / "scripts" / "unlock_if_stale.py"), str(tmp_path)]
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "1"]
-    command += ["collect", "--configfile", DEFAULT, CI, str(small)]
-    run = subprocess.Popen(
-        command,
-        env=env(),
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    run = start(tmp_path, "--cores", "1", "collect", "--configfile", DEFAULT, CI, str(small))
     locks = tmp_path / ".snakemake" / "locks"
     deadline = time.time() + 120
     while time.time() < deadline and not (locks.is_dir() and any(locks.iterdir())):

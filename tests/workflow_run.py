@@ -14,10 +14,8 @@ def env() -> dict:
     return clean | {"PATH": path}
 
 
-def snakemake(
-    workdir: Path, *args: str, timeout: int = 600, environment: dict | None = None
-) -> subprocess.CompletedProcess:
-    command = [
+def command(workdir: Path, *args: str) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "snakemake",
@@ -27,6 +25,28 @@ def snakemake(
         str(workdir),
         *args,
     ]
+
+
+def snakemake(
+    workdir: Path, *args: str, timeout: int = 600, environment: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=environment or env(), cwd=workdir
+        command(workdir, *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment or env(),
+        cwd=workdir,
+    )
+
+
+def start(workdir: Path, *args: str) -> subprocess.Popen:
+    """A run in the background, in a session of its own so that a test can signal all of it."""
+    return subprocess.Popen(
+        command(workdir, *args),
+        env=env(),
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
