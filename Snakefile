@@ -6,7 +6,10 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+include: "workflow/rules/config_file.smk"
+
+
+configfile: checked_config_file("config/config.yaml")
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -21,7 +24,12 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/report.smk"
 
 
+LEAVES = leaves()
+set_aside_damaged(LEAVES)
+
+
 rule all:
     default_target: True
     input:
         rules.index.output,
+        sorted(LEAVES),

@@ -246,12 +246,15 @@ def add_tile_errors_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def load_json(path: str | None, flag: str):
+    from kernels.io.records import DamagedRecordError
+    from kernels.io.records import load_json as load
+
     if path is None:
         return None
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"{flag} {path}: cannot read it: {err}") from None
+        return load(path, strict=False)
+    except DamagedRecordError as err:
+        raise SystemExit(f"{flag} {err}") from None
 
 
 def point_from(args: argparse.Namespace) -> Point:

@@ -1,6 +1,7 @@
 """Results readable by whoever the umask allows, and a file argument that names a folder
 refused before any work (build's targets and blocks: test_build.py)."""
 
+import json
 import os
 import stat
 import subprocess
@@ -49,3 +50,67 @@ def test_an_output_that_names_a_folder_is_refused_before_any_work(tmp_path, comm
     blocked.write_text("")
     done = cli(*command, *flag, str(blocked / "x.json"))
     assert done.returncode == 2 and f"{blocked} is a file, not a folder" in done.stderr
+
+
+# --- damaged records ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def record_text() -> str:
+    from kernels.measure.run import measure
+    from kernels.study.point import Point
+
+    return json.dumps(measure(Point("sdpa", 1, 1, 32, 16, "float32", True), "cpu"), indent=1)
+
+
+DAMAGE = {
+    "truncated": (lambda text: text[: len(text) // 2], "is not valid JSON (cut short?)"),
+    "empty": (lambda text: "", "is empty"),
+    "not JSON": (lambda text: "time_ms: 3\n", "is not valid JSON"),
+    "NaN": (lambda text: text.replace('"max_abs_error": ', '"max_abs_error": NaN, "x": '), "NaN"),
+    "a list": (lambda text: f"[{text}]", "holds a JSON list, not an object"),
+    "off the schema": (
+        lambda text: text.replace('"status": "ok"', '"status": "fine"'),
+        "field status: 'fine' is not one of",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_a_damaged_record_is_named_with_the_reason_and_nothing_is_written(tmp_path, kind, record_text):
+    from kernels.io.records import DamagedRecordError
+    from kernels.io.tables import gather
+
+    damage, reason = DAMAGE[kind]
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(record_text)
+    bad.write_text(damage(record_text))
+    with pytest.raises(DamagedRecordError) as raised:
+        gather([good, bad], tmp_path / "gathered.jsonl")
+    assert str(raised.value).startswith(f"{bad}: ") and reason in str(raised.value)
+    assert not (tmp_path / "gathered.jsonl").exists()
+
+
+def test_a_damaged_gathered_line_is_named_by_file_and_line(tmp_path, record_text):
+    from kernels.io.records import DamagedRecordError
+    from kernels.io.tables import read_gathered
+
+    line = json.dumps(json.loads(record_text))
+    gathered = tmp_path / "g.jsonl"
+    gathered.write_text(f"{line}\n{line[:40]}\n")
+    with pytest.raises(DamagedRecordError, match=f"{gathered}, line 2: "):
+        read_gathered([gathered])
+
+
+def test_a_script_error_lands_in_its_log_and_still_reaches_the_console(tmp_path):
+    from kernels.io.script_log import logged_to
+
+    log = tmp_path / "rule.log"
+    console = sys.stdout, sys.stderr
+    with pytest.raises(ValueError, match="results/x.json: is empty"), logged_to(log):
+        print("started")
+        raise ValueError("results/x.json: is empty")
+    assert (sys.stdout, sys.stderr) == console
+    text = log.read_text()
+    assert text.startswith("started\n") and "Traceback" in text
+    assert text.rstrip().endswith("error: results/x.json: is empty")

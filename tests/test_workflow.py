@@ -20,6 +20,7 @@ from kernels.study.point import Point
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
+CONFIG = ("--configfile", DEFAULT, CI)
 
 
 def test_table_has_exactly_the_points_asked_for(study):
@@ -139,6 +140,57 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
     assert stats["measure"] == "10"  # 5 impls × causal and not, at the new T only
     assert "validate" not in stats  # env reruns: it records the config hash
+
+
+def damage(path: Path, how: str) -> None:
+    text = path.read_text()
+    if how == "cut short":
+        path.write_text(text[: len(text) // 3])
+    elif how == "NaN":
+        path.write_text(text.replace('"max_abs_error": ', '"max_abs_error": NaN, "was": ', 1))
+    else:
+        path.write_text(text.replace('"status": "ok"', '"status": "fine"', 1))
+
+
+def test_deleted_and_damaged_records_are_measured_again(study, tmp_path):
+    copy = tmp_path / "copy of the study"
+    shutil.copytree(study, copy, symlinks=True)
+    points = copy / "results" / "points"
+    deleted = points / "sdpa" / "float32" / "B1-H1-T100-d16-causal-na-normal.json"
+    damaged = {
+        "cut short": points / "triton_flash" / "float16" / "B1-H1-T16-d16-full-bm16-bn32-normal.json",
+        "NaN": points / "torch_naive" / "float16" / "B1-H1-T16-d16-causal-na-normal.json",
+        "off the schema": points / "sdpa" / "float16" / "B1-H1-T16-d16-full-na-normal.json",
+    }
+    deleted.unlink()
+    for how, path in damaged.items():
+        damage(path, how)
+
+    dry = snakemake(copy, "-n", "--cores", "2", *CONFIG)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    for how, path in damaged.items():
+        name = path.relative_to(copy)
+        said = f"Damaged, set aside as {name}.damaged to be made again: {name}: "
+        assert said in dry.stdout + dry.stderr, how
+        assert not path.exists() and path.with_suffix(".json.damaged").exists()
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
+    assert stats["measure"] == "4" and stats["collect"] == "1"
+
+    done = snakemake(copy, "--cores", "2", *CONFIG)
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_csv(copy / "results" / "metrics.csv")
+    before = pd.read_csv(study / "results" / "metrics.csv")
+    assert len(table) == len(before) and table["status"].equals(before["status"])
+    again = snakemake(copy, "-n", "--cores", "2", *CONFIG)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    # a damaged intermediate is not remade (nothing tells it from an edit) but named
+    gathered = copy / "results" / "gathered" / "sdpa_float32.jsonl"
+    gathered.write_text(gathered.read_text()[:50] + "\n")
+    failed = snakemake(copy, "--cores", "2", "collect", *CONFIG)
+    named = "results/gathered/sdpa_float32.jsonl, line 1: "
+    assert failed.returncode != 0 and named in failed.stdout + failed.stderr
+    assert named in (copy / "results" / "logs" / "collect.log").read_text()
 
 
 # --- the HTML reports, looked at as a person would ---------------------------------------

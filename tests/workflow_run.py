@@ -1,6 +1,8 @@
-"""Run the real workflow from this checkout in a scratch working directory."""
+"""Run the real workflow from this checkout in a scratch working directory, or from a copy
+of the checkout made with checkout_copy."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +16,32 @@ def env() -> dict:
     return clean | {"PATH": path}
 
 
+def checkout_copy(dest: Path) -> Path:
+    """The checkout's files as a clone of it with these changes would have them: tracked and
+    untracked ones, none that git ignores (no results/, no .venv)."""
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listing.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
 def command(workdir: Path, *args: str) -> list[str]:
+    """The workflow of the checkout at workdir when it is one, else this checkout's."""
+    snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else ROOT / "Snakefile"
     return [
         sys.executable,
         "-m",
         "snakemake",
         "--snakefile",
-        str(ROOT / "Snakefile"),
+        str(snakefile),
         "--directory",
         str(workdir),
         *args,

@@ -13,7 +13,7 @@ import pandas as pd
 
 from kernels.io.atomic import write_atomic, write_text_atomic
 from kernels.io.derived import derive
-from kernels.io.records import validate_record
+from kernels.io.records import DamagedRecordError, read_record, validate_record
 
 POINT_KEY = [
     "impl",
@@ -31,15 +31,8 @@ POINT_KEY = [
 
 
 def load_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
-    records = []
-    for path in paths:
-        record = json.loads(Path(path).read_text())
-        try:
-            validate_record(record)
-        except ValueError as err:
-            raise ValueError(f"{path}: {err}") from None
-        records.append(record)
-    return records
+    """Every record, checked; the first damaged one stops it with its path and the reason."""
+    return [read_record(path) for path in paths]
 
 
 def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> int:
@@ -50,12 +43,18 @@ def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> int:
 
 
 def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
+    """The records of gathered JSON-lines files; a damaged line is named by file and line."""
     records = []
     for path in paths:
-        lines = Path(path).read_text().splitlines()
-        records += [json.loads(line) for line in lines if line.strip()]
-    for record in records:
-        validate_record(record)
+        for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                validate_record(record)
+            except ValueError as err:
+                raise DamagedRecordError(f"{path}, line {number}: {err}") from None
+            records.append(record)
     return records
 
 

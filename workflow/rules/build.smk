@@ -12,10 +12,10 @@ rule build:
     resources:
         runtime=60,
     params:
-        points=lambda wc: quoted(BUILD_JOBS[attnio_point.BUILD_PATTERN.format(**wc)]),
-        targets=quoted(BUILD_TARGETS),
+        points=lambda wc: BUILD_JOBS[attnio_point.BUILD_PATTERN.format(**wc)],
+        targets=BUILD_TARGETS,
     shell:
-        "python -m kernels build --target {params.targets} --point {params.points} "
+        "python -m kernels build --target {params.targets:q} --point {params.points:q} "
         "--artifacts {output.artifacts:q} --out {output.json:q} > {log:q} 2>&1"
 
 

@@ -3,7 +3,9 @@
 from pathlib import Path
 import ast
 import json
-import shlex
+import os
+
+from snakemake.logging import logger
 
 from kernels.spec import TRITON_IMPLEMENTATIONS
 from kernels.study import device as attnio_device
@@ -52,10 +54,6 @@ def output_of(pattern, point):
     return pattern.format(**point.wildcards())
 
 
-def quoted(values):
-    return " ".join(shlex.quote(str(v)) for v in values)
-
-
 # A job that times kernels owns the machine: it asks for every core Snakemake may use, so no
 # other job (each takes at least one core) runs beside it. Timed are every measure job on a
 # GPU, the torch paths on a CPU (the interpreter is never timed, so its jobs run side by
@@ -73,6 +71,12 @@ def machine_threads(wildcards=None):
 
 def timed_threads(wildcards):
     return machine_threads() if times_kernels(wildcards.impl) else 1
+
+
+def threads_option(wildcards, threads):
+    """--threads for a local run (the cores Snakemake gave the job); on a cluster, the
+    command takes the node's CPU affinity."""
+    return ["--threads", threads] if LOCAL_CORES else []
 
 
 def timed_slurm_extra(wildcards):
@@ -121,4 +125,38 @@ def report_inputs(wildcards):
 
 
 def papermill_parameters(wildcards, input):
-    return " ".join(f"-p {name} {shlex.quote(input[name])}" for name in report_inputs(wildcards))
+    return [arg for name in report_inputs(wildcards) for arg in ("-p", name, input[name])]
+
+
+# --- the study's leaves: records, verdicts and build results ---
+
+
+def leaves():
+    """Every file a job measures or checks on its own, by kind. `all` asks for each, so a
+    deleted one is made again although the tables built from it are newer than it."""
+    records = {output_of(rules.measure.output[0], p): "record" for p in POINTS}
+    verdicts = {output_of(rules.validate.output[0], p): "json" for p in POINTS}
+    builds = {
+        output_of(rules.build.output.json, Point.from_name(names[0])): "json"
+        for names in BUILD_JOBS.values()
+    }
+    return records | verdicts | builds
+
+
+def set_aside_damaged(files):
+    """A leaf that is damaged (empty, cut short, not JSON; a record also with NaN inside or
+    off the schema) is named on the console and in Snakemake's log and renamed to
+    <name>.damaged, so that, missing, it is made again like a deleted one. Only the main
+    process looks; a cluster job's own Snakemake does not."""
+    from kernels.io.records import DamagedRecordError, load_json, read_record
+
+    if not workflow.is_main_process:
+        return
+    for path, kind in files.items():
+        if not os.path.exists(path):
+            continue
+        try:
+            read_record(path) if kind == "record" else load_json(path, strict=False)
+        except DamagedRecordError as err:
+            os.replace(path, f"{path}.damaged")
+            logger.warning(f"Damaged, set aside as {path}.damaged to be made again: {err}")

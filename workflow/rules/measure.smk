@@ -14,9 +14,9 @@ rule ceilings:
         runtime=10,
     params:
         device=DEVICE,
-        threads=lambda wc, threads: f"--threads {threads}" if LOCAL_CORES else "",
+        threads=threads_option,
     shell:
-        "python -m kernels ceilings --device {params.device} {params.threads} "
+        "python -m kernels ceilings --device {params.device:q} {params.threads:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
@@ -41,23 +41,22 @@ rule measure:
         mem_mb=measure_mem_mb,
         runtime=JOB_MINUTES,
     params:
-        point=lambda wc: quoted(point_of(wc).cli_args()),
+        point=lambda wc: point_of(wc).cli_args(),
         device=DEVICE,
         seed=config["seed"],
         limit=config["interpreter_limit"],
-        threads=lambda wc, threads: f"--threads {threads}" if LOCAL_CORES else "",
+        threads=threads_option,
         budget=config["limits"]["call_seconds"],
         time_limit=config["limits"]["job_seconds"],
-        ncu="" if config["ncu"] else "--no-ncu",
+        ncu=[] if config["ncu"] else ["--no-ncu"],
         builds=lambda wc, input: (
-            f"--require-build {quoted(input.builds)} --required-targets "
-            f"{quoted(REQUIRED_TARGETS)}"
+            ["--require-build", *input.builds, "--required-targets", *REQUIRED_TARGETS]
             if input.builds
-            else ""
+            else []
         ),
     shell:
-        "python -m kernels measure {params.point} --device {params.device} "
-        "--seed {params.seed} --interpreter-limit {params.limit} {params.ncu} {params.threads} "
-        "--ceilings {input.ceilings:q} --budget-seconds {params.budget} "
-        "--time-limit {params.time_limit} --require-validation {input.validation:q} "
-        "{params.builds} --out {output:q} > {log:q} 2>&1"
+        "python -m kernels measure {params.point:q} --device {params.device:q} "
+        "--seed {params.seed:q} --interpreter-limit {params.limit:q} {params.ncu:q} "
+        "{params.threads:q} --ceilings {input.ceilings:q} --budget-seconds {params.budget:q} "
+        "--time-limit {params.time_limit:q} --require-validation {input.validation:q} "
+        "{params.builds:q} --out {output:q} > {log:q} 2>&1"

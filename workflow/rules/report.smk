@@ -4,7 +4,8 @@ rule report_notebook:
     the run (reports.stable), is copied into place only on success."""
     input:
         unpack(report_inputs),
-        template=f"{workflow.basedir}/reports/{{report}}.ipynb",
+        # relative to the working directory, so that a moved checkout re-renders nothing
+        template=os.path.relpath(f"{workflow.basedir}/reports/{{report}}.ipynb"),
     output:
         f"{RESULTS}/reports/{{report}}.ipynb",
     log:
@@ -15,7 +16,7 @@ rule report_notebook:
     params:
         parameters=papermill_parameters,
     shell:
-        "papermill {input.template:q} {log.notebook:q} -k python3 {params.parameters} "
+        "papermill {input.template:q} {log.notebook:q} -k python3 {params.parameters:q} "
         "> {log.messages:q} 2>&1 && python -m reports.stable {log.notebook:q} "
         ">> {log.messages:q} 2>&1 && cp {log.notebook:q} {output:q}"
 
@@ -35,9 +36,9 @@ rule report_html:
     conda:
         "../../envs/attnio.yaml"
     params:
-        code="" if config["report"]["show_code"] else "--no-input",
+        code=[] if config["report"]["show_code"] else ["--no-input"],
     shell:
-        "jupyter nbconvert --to html {params.code} --stdout {input:q} > {output:q}.tmp 2> {log:q} "
+        "jupyter nbconvert --to html {params.code:q} --stdout {input:q} > {output:q}.tmp 2> {log:q} "
         "&& mv {output:q}.tmp {output:q}"
 
 

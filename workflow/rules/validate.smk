@@ -14,14 +14,15 @@ rule validate:
     params:
         device=DEVICE,
         seed=config["seed"],
-        blocks=lambda wc: " ".join(
-            f"--block-m {m} --block-n {n}"
+        blocks=lambda wc: [
+            arg
             for m, n in [attnio_point.parse_blocks(wc.blocks)]
             if m is not None
-        ),
+            for arg in ("--block-m", m, "--block-n", n)
+        ],
     shell:
-        "python -m kernels validate --impl {wildcards.impl} --dtype {wildcards.dtype} "
-        "--device {params.device} --seed {params.seed} {params.blocks} "
+        "python -m kernels validate --impl {wildcards.impl:q} --dtype {wildcards.dtype:q} "
+        "--device {params.device:q} --seed {params.seed:q} {params.blocks:q} "
         "--quiet --exit-zero --json {output:q} > {log:q} 2>&1"
 
 
@@ -41,5 +42,5 @@ rule tile_errors:
         device=DEVICE,
         seed=config["seed"],
     shell:
-        "python -m kernels tile-errors --device {params.device} --seed {params.seed} "
+        "python -m kernels tile-errors --device {params.device:q} --seed {params.seed:q} "
         "--out {output:q} > {log:q} 2>&1"

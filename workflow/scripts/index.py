@@ -1,12 +1,10 @@
 """Thin entry point: results/index.html with reports.pages.index."""
 
-import sys
-
+from kernels.io.script_log import logged_to
 from reports.pages import index
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
-with open(smk.log[0], "w") as log:
-    sys.stderr = sys.stdout = log
+with logged_to(smk.log[0]):
     index.write(
         smk.input.env[0],
         smk.input.metrics,

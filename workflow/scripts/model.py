@@ -1,11 +1,9 @@
 """Thin entry point: the cost model's tables for the reports (kernels.study.model_tables)."""
 
-import sys
-
+from kernels.io.script_log import logged_to
 from kernels.study import model_tables
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
-with open(smk.log[0], "w") as log:
-    sys.stderr = sys.stdout = log
+with logged_to(smk.log[0]):
     out = smk.output
     model_tables.write(smk.params.sweep, out.sizes, out.block_traffic, out.example)
