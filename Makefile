@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 test: lint
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=15
 
 # The whole study with the default config (config/config.yaml); results land in results/.
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.

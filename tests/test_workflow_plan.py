@@ -141,3 +141,19 @@ def test_a_stale_lock_goes_and_a_live_one_stays(tmp_path):
     assert "removed a stale Snakemake lock" in stale.stdout and not any(locks.iterdir())
     again = snakemake(tmp_path, *quick)
     assert again.returncode == 0, again.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("", "is empty: it must hold a mapping of settings"),
+        ("- device: cpu\n", "holds a list, not a mapping of settings"),
+        ("sweep: [1,\n", "is not YAML: "),
+    ],
+)
+def test_a_broken_config_file_is_refused_by_name(tmp_path, content, said):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(content)
+    done = snakemake(tmp_path, "-n", "--cores", "1")
+    assert done.returncode != 0
+    assert f"config file config/config.yaml {said}" in done.stdout + done.stderr
