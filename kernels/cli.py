@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         command("tile-errors", "tile-local and fused kernel against float64 over T and BLOCK_N (CSV)")
     )
     add_ceilings_arguments(command("ceilings", "the machine's copy bandwidth and matrix-product rate (JSON)"))
+    add_predict_arguments(
+        command("predict", "predicted DRAM bytes and time on GPUs you may not have (no torch, no GPU)")
+    )
     add_cli_arguments(command("ncu-target", "(internal) one call of a point for Nsight Compute"))
     for name in ("measure", "ncu-target"):
         sub.choices[name].add_argument("--seed", type=seed_int, default=0, help="inputs' random seed")
@@ -234,6 +237,21 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
         required=True,
         help="folder for PTX, cubin, SASS and resource dumps (one sub-folder per target)",
     )
+
+
+def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
+    from kernels.study.gpus import GPUS
+
+    cmd.add_argument("--batch", type=positive_int, default=1, help="B")
+    cmd.add_argument("--heads", type=positive_int, default=1, help="H")
+    cmd.add_argument("--tokens", type=positive_int, nargs="+", required=True, help="T (one or more)")
+    cmd.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True, help="d")
+    cmd.add_argument("--dtype", choices=DTYPES, default="float16")
+    cmd.add_argument("--causal", action="store_true", help="mask future keys")
+    cmd.add_argument("--block-m", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
+    cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
+    cmd.add_argument("--gpu", nargs="+", choices=list(GPUS), default=list(GPUS), help="GPUs to predict for")
+    cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def add_tile_errors_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -472,12 +490,38 @@ def run_tile_errors(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_predict(args: argparse.Namespace) -> int:
+    from kernels.study import predict
+    from kernels.study.gpus import GPUS
+
+    points = []
+    for tokens in args.tokens:
+        try:
+            shape = dict(batch=args.batch, heads=args.heads, tokens=tokens, head_dim=args.head_dim)
+            points.append(
+                Point(
+                    "triton_naive",
+                    **shape,
+                    dtype=args.dtype,
+                    causal=args.causal,
+                    block_m=args.block_m,
+                    block_n=args.block_n,
+                )
+            )
+        except ValueError as err:
+            raise SystemExit(f"predict: {err}") from None
+    rows = [predict.summary_row(p, GPUS[name]) for p in points for name in args.gpu]
+    print(json.dumps(rows, indent=1) if args.json else predict.format_rows(rows))
+    return 0
+
+
 COMMANDS = {
     "validate": run_validate,
     "measure": run_measure,
     "build": run_build,
     "tile-errors": run_tile_errors,
     "ceilings": run_ceilings,
+    "predict": run_predict,
     "ncu-target": run_ncu_target,
 }
 

@@ -8,38 +8,11 @@ from __future__ import annotations
 from kernels.measure.memory import available_bytes
 from kernels.spec import CALL_BUDGET_SECONDS
 from kernels.study import cost
+from kernels.study.launch import build_failure
 from kernels.study.point import Point
 
 MEMORY_FRACTION = 0.8  # of the memory available when the point starts
 GIB = float(1 << 30)
-
-
-def build_failure(
-    name: str, builds: list[dict] | None, required_targets: list[str] | None = None
-) -> str | None:
-    """A variant the point ``name`` launches failed to build for one of ``required_targets``
-    (default: all) in ``builds`` (results of ``kernels.build.compile.build``)."""
-    for result in builds or []:
-        if name not in result["points"]:
-            raise ValueError(f"point {name} is not in these build results: rebuild them for this sweep")
-        missing = set(required_targets or []) - set(result["targets"])
-        if missing:
-            raise ValueError(
-                f"no build for {', '.join(sorted(missing))} (built: "
-                f"{', '.join(result['targets'])}): rebuild for the required targets"
-            )
-        needed = set(result["points"][name])
-        for record in result["variants"]:
-            if (
-                record["variant"] in needed
-                and record["status"] != "ok"
-                and record["target"] in (required_targets or result["targets"])
-            ):
-                return (
-                    f"{record['kernel']} ({record['variant']}) does not build for "
-                    f"{record['target']}: {record['reason']}"
-                )
-    return None
 
 
 def validation_failure(results: list[dict] | None) -> str | None:

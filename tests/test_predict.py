@@ -1,0 +1,146 @@
+"""Predictions for GPUs we do not have, held against numbers worked out by hand here."""
+
+import json
+import random
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from workflow_run import env
+
+from kernels.study.cost import transfers
+from kernels.study.gpus import GPUS
+from kernels.study.point import Point
+from kernels.study.predict import compare, predict
+
+MIB = 1 << 20
+H200 = GPUS["H200"]
+
+
+def seed_point(tokens: int, impl: str = "triton_naive", head_dim: int = 128) -> Point:
+    return Point(impl, 1, 1, tokens, head_dim, "float16", False, 64, 64)
+
+
+def test_h200_at_8192_tokens_by_hand():
+    """S and P are 8,192² × 2 B = 128 MiB each. Stored and loaded once each, the hand-off
+    moves 4 × 128 MiB; Q, K, V and O add 4 × 8,192 × 128 × 2 B = 8 MiB. 128 MiB is more than
+    half of the H200's 60 MiB L2, so the high end takes all of it from DRAM; the low end lets
+    L2 serve 60/128 of the hand-off."""
+    found = predict(seed_point(8192), H200)
+    handoff, qkvo = 4 * 128 * MIB, 8 * MIB
+    assert found["bytes_S"] == 128 * MIB
+    assert found["dram_high_bytes"] == handoff + qkvo
+    assert found["dram_low_bytes"] == pytest.approx(handoff * (1 - 60 / 128) + qkvo)
+    # the round trip alone, at 4.8 TB/s, bounds the time from below
+    assert found["time_high_s"] >= handoff / 4.8e12
+    assert found["time_high_s"] == pytest.approx((handoff + qkvo) / 4.8e12, rel=0.05)
+
+
+def test_the_fused_kernel_at_8192_tokens_is_bound_by_its_products():
+    """4 · 8,192² · 128 FLOPs at 989.5 dense TFLOP/s is 34.7 µs; its 8 MiB of Q, K, V, O take
+    1.7 µs at 4.8 TB/s, so the products bound it and L2 makes no difference."""
+    found = predict(seed_point(8192, "triton_flash"), H200)
+    assert found["dram_low_bytes"] == found["dram_high_bytes"] == 8 * MIB
+    assert found["time_low_s"] == found["time_high_s"] == pytest.approx(4 * 8192**2 * 128 / 989.5e12)
+    assert found["bound"] == "attention_fwd: compute"
+
+
+def test_the_band_collapses_far_below_and_far_above_l2():
+    below = predict(seed_point(256), H200)  # S: 128 KiB
+    assert below["dram_low_bytes"] == below["dram_high_bytes"] == 4 * 256 * 128 * 2
+    above = predict(seed_point(65536), H200)  # S: 8 GiB
+    assert above["dram_low_bytes"] < above["dram_high_bytes"]
+    assert (above["dram_high_bytes"] - above["dram_low_bytes"]) / above["dram_high_bytes"] < 0.01
+    between = predict(seed_point(4096), H200)  # S: 32 MiB, within L2 but over half of it
+    assert between["dram_low_bytes"] == 4 * MIB and between["dram_high_bytes"] == 132 * MIB
+
+
+def test_where_s_fits_the_l2_decides_the_band_per_gpu():
+    """At T = 4,096, S (32 MiB) fits in the L2 of all three, but in half of none."""
+    for gpu in GPUS.values():
+        found = predict(seed_point(4096), gpu)
+        assert found["handoff_in_l2_low"] == 1.0 and found["handoff_in_l2_high"] == 0.0
+
+
+def test_without_l2_every_issued_byte_comes_from_dram():
+    rng = random.Random(7)
+    no_l2 = replace(H200, l2_bytes=0)
+    for _ in range(50):
+        point = Point(
+            rng.choice(["triton_naive", "triton_flash", "triton_tile_softmax"]),
+            rng.randint(1, 4),
+            rng.randint(1, 8),
+            rng.randint(1, 20000),
+            rng.choice([16, 32, 64, 128, 256]),
+            rng.choice(["float16", "bfloat16", "float32"]),
+            rng.random() < 0.5,
+            rng.choice([16, 32, 64, 128]),
+            rng.choice([16, 32, 64, 128]),
+        )
+        issued = sum(t.as_issued for t in transfers(point))
+        bare = predict(point, no_l2)
+        assert bare["dram_low_bytes"] == bare["dram_high_bytes"] == issued
+        with_l2 = predict(point, H200)
+        assert with_l2["dram_low_bytes"] <= with_l2["dram_high_bytes"] <= issued
+        assert with_l2["time_low_s"] <= with_l2["time_high_s"]
+
+
+def test_fused_is_never_predicted_slower_than_materialized():
+    for tokens in (256, 1024, 4096, 8192, 32768):
+        for gpu in GPUS.values():
+            both = compare(seed_point(tokens), gpu)
+            assert 1.0 <= both["speedup_low"] <= both["speedup_high"]
+
+
+def test_predict_command_needs_no_torch(no_torch):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernels",
+            "predict",
+            "--tokens",
+            "4096",
+            "8192",
+            "--head-dim",
+            "128",
+            "--gpu",
+            "H200",
+            "A100",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=no_torch,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["gpu"], r["tokens"]) for r in rows] == [
+        ("H200", 4096),
+        ("A100", 4096),
+        ("H200", 8192),
+        ("A100", 8192),
+    ]
+    assert rows[2]["materialized_dram_high_bytes"] == 520 * MIB
+    table = subprocess.run(
+        [sys.executable, "-m", "kernels", "predict", "--tokens", "8192", "--head-dim", "128"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=no_torch,
+    )
+    assert table.returncode == 0 and "Predicted, not measured" in table.stdout
+    assert "280.0–520.0" in table.stdout  # H200's band, as worked out above
+
+
+def test_predict_command_refuses_bad_input_by_name():
+    done = subprocess.run(
+        [sys.executable, "-m", "kernels", "predict", "--tokens", "99999999", "--head-dim", "128"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(),
+    )
+    assert done.returncode != 0 and "tokens=99999999" in done.stderr
