@@ -144,3 +144,40 @@ def test_predict_command_refuses_bad_input_by_name():
         env=env(),
     )
     assert done.returncode != 0 and "tokens=99999999" in done.stderr
+
+
+def test_a_path_that_does_not_build_for_a_target_gets_no_prediction_there():
+    from kernels.study.prediction_tables import prediction_rows
+
+    sweep = {
+        "impls": ["triton_flash"],
+        "batch": [1],
+        "heads": [1],
+        "tokens": [512],
+        "head_dim": [256],
+        "dtype": ["float16"],
+        "causal": [False],
+        "inputs": ["normal"],
+        "blocks": [[128, 64]],
+    }
+    name = "triton_flash/float16/B1-H1-T512-d256-full-bm128-bn64-normal"
+    variant = {"variant": "v1", "kernel": "attention_fwd_kernel"}
+    builds = [
+        {
+            "targets": ["sm_80", "sm_90"],
+            "points": {name: ["v1"]},
+            "variants": [
+                variant
+                | {"target": "sm_80", "status": "failed", "reason": "needs 212,992 B of shared memory"},
+                variant | {"target": "sm_90", "status": "ok", "reason": None},
+            ],
+        }
+    ]
+    rows, kernel_rows = prediction_rows(sweep, builds, GPUS.values())
+    fused = [r for r in rows if r["path"] == "fused"]
+    on_a100 = [r for r in fused if r["gpu"] == "A100"]
+    assert on_a100 and all("212,992 B" in r["launch_reason"] and "time_high_s" not in r for r in on_a100)
+    assert all(r["launch_reason"] is None and r["time_high_s"] > 0 for r in fused if r["gpu"] != "A100")
+    assert {r["gpu"] for r in kernel_rows if r["path"] == "fused"} == {"H100", "H200"}
+    # the materialized path had no build here: predicted everywhere
+    assert all(r["launch_reason"] is None for r in rows if r["path"] == "materialized")

@@ -64,7 +64,7 @@ GPUS: dict[str, Gpu] = {
         # and FP32 rates as the H100 SXM (the same GH100 GPU, 132 SMs). The datasheet gives no
         # L2 size; the GH100 die carries 60 MB (H100 whitepaper), of which the H100 SXM5
         # enables 50. We take 60 MB, the figure of this project's design brief; a GPU run
-        # records the size the device reports (results/env.json, gpu.l2_bytes), which settles
+        # records the size the device reports (l2_bytes in results/env.json), which settles
         # it, and the "Predicted on GPUs" page shows that figure beside this one.
         Gpu(
             name="H200",

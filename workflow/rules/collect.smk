@@ -5,6 +5,7 @@ localrules:
     build_table,
     collect,
     model,
+    predict,
     report_notebook,
     report_html,
     index,
@@ -57,3 +58,23 @@ rule model:
         sweep=config["sweep"],
     script:
         "../scripts/model.py"
+
+
+rule predict:
+    """What each GPU of kernels/study/gpus.py would do with the sweep's shapes, both paths,
+    over a grid of T: DRAM bytes as a band (the L2 hand-off) and roofline time floors, per
+    kernel; no prediction where the build stage found a kernel does not build there."""
+    input:
+        builds=rules.build_table.input,
+    output:
+        gpus=f"{RESULTS}/model/gpus.csv",
+        predictions=f"{RESULTS}/model/predictions.csv",
+        kernels=f"{RESULTS}/model/predicted_kernels.csv",
+    log:
+        f"{RESULTS}/logs/predict.log",
+    conda:
+        "../../envs/attnio.yaml"
+    params:
+        sweep=config["sweep"],
+    script:
+        "../scripts/predict.py"

@@ -1,0 +1,150 @@
+"""The predictions' tables for the "Predicted on GPUs" report, written into results/model/ by
+the ``predict`` rule: the GPU figures used, both paths per shape of the sweep over a grid of
+T on every GPU, and each kernel's bytes, FLOPs and bound.
+
+A shape is a sweep point without its T and implementation: B, H, d, dtype, causal and the
+Triton blocks (64 × 64 for the torch paths, which have none). Where the build stage found
+that a kernel of a path does not build for a GPU's target at one of the sweep's T, that path
+gets no prediction on that GPU, only the reason (a variant's resources do not depend on T).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from kernels.io.atomic import write_csv_atomic
+from kernels.study import predict
+from kernels.study.gpus import GPUS, Gpu
+from kernels.study.launch import build_failure
+from kernels.study.point import Point
+from kernels.study.sweep import points as sweep_points
+
+GRID_TOKENS = tuple(2**k for k in range(8, 18))  # 256 … 131,072
+
+
+def shapes(sweep: dict | list[dict]) -> dict[tuple, Point]:
+    """Each shape of the sweep once, as its materialized Triton point, with the sweep's T."""
+    found: dict[tuple, Point] = {}
+    for p in sweep_points(sweep):
+        shape = replace(p, impl="triton_naive", inputs="normal")
+        key = (
+            shape.batch,
+            shape.heads,
+            shape.head_dim,
+            shape.dtype,
+            shape.causal,
+            shape.block_m,
+            shape.block_n,
+        )
+        found.setdefault(key, shape)
+    return found
+
+
+def shape_label(point: Point) -> str:
+    mask = "causal" if point.causal else "full"
+    return (
+        f"B{point.batch}-H{point.heads}-d{point.head_dim}-{point.dtype}-{mask}-"
+        f"bm{point.block_m}-bn{point.block_n}"
+    )
+
+
+def launch_reasons(sweep: dict | list[dict], builds: list[dict]) -> dict[tuple[str, str, str], str]:
+    """(shape, path, target) → why that path's kernels do not build there."""
+    reasons: dict[tuple[str, str, str], str] = {}
+    for p in sweep_points(sweep):
+        for path, point in predict.path_points(p).items():
+            mine = [result for result in builds if point.name in result["points"]]
+            for target in {t for result in mine for t in result["targets"]}:
+                key = (shape_label(replace(point, impl="triton_naive")), path, target)
+                reason = build_failure(point.name, mine, [target])
+                if reason and key not in reasons:
+                    reasons[key] = f"does not build for {target} at T={point.tokens}: {reason}"
+    return reasons
+
+
+def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable[Gpu]) -> tuple[list, list]:
+    reasons = launch_reasons(sweep, builds)
+    swept = {}
+    for p in sweep_points(sweep):
+        swept.setdefault(shape_label(replace(p, impl="triton_naive", inputs="normal")), set()).add(p.tokens)
+    rows, kernel_rows = [], []
+    for shape in shapes(sweep).values():
+        label = shape_label(shape)
+        for tokens in sorted(set(GRID_TOKENS) | swept.get(label, set())):
+            sized = replace(shape, tokens=tokens)
+            for gpu in gpus:
+                for path, point in predict.path_points(sized).items():
+                    base = {
+                        "shape": label,
+                        "gpu": gpu.name,
+                        "target": gpu.target,
+                        "path": path,
+                        "impl": point.impl,
+                        "batch": point.batch,
+                        "heads": point.heads,
+                        "tokens": tokens,
+                        "head_dim": point.head_dim,
+                        "dtype": point.dtype,
+                        "causal": point.causal,
+                        "block_m": point.block_m,
+                        "block_n": point.block_n,
+                        "in_sweep": tokens in swept.get(label, set()),
+                    }
+                    reason = reasons.get((label, path, gpu.target))
+                    if reason:
+                        rows.append(base | {"launch_reason": reason})
+                        continue
+                    found = predict.predict(point, gpu)
+                    rows.append(
+                        base | {k: v for k, v in found.items() if k not in base} | {"launch_reason": None}
+                    )
+                    kernel_rows += [
+                        base
+                        | {
+                            "kernel": k.kernel,
+                            "flops": k.flops,
+                            "bytes_low": k.bytes_low,
+                            "bytes_high": k.bytes_high,
+                            "time_low_s": k.time_low_s,
+                            "time_high_s": k.time_high_s,
+                            "bound_low": k.bound_low,
+                            "bound_high": k.bound_high,
+                        }
+                        for k in predict.kernels(point, gpu)
+                    ]
+    return rows, kernel_rows
+
+
+def gpu_rows() -> list[dict]:
+    return [
+        {
+            "gpu": g.name,
+            "model": g.model,
+            "target": g.target,
+            "hbm_bytes_per_s": g.hbm_bytes_per_s,
+            "l2_bytes": g.l2_bytes,
+            "sms": g.sms,
+            "fp32_flops": g.fp32_flops,
+            **{f"tensor_flops_{dtype}": rate for dtype, rate in g.tensor_flops.items()},
+            "resident_share": predict.RESIDENT_SHARE,
+        }
+        for g in GPUS.values()
+    ]
+
+
+def write(
+    sweep: dict | list[dict],
+    build_paths: Iterable[str | os.PathLike],
+    gpus_csv: str | os.PathLike,
+    predictions_csv: str | os.PathLike,
+    kernels_csv: str | os.PathLike,
+) -> int:
+    builds = [json.loads(Path(path).read_text()) for path in build_paths]
+    rows, kernel_rows = prediction_rows(sweep, builds, GPUS.values())
+    for path, table in ((gpus_csv, gpu_rows()), (predictions_csv, rows), (kernels_csv, kernel_rows)):
+        write_csv_atomic(path, table, columns=list(dict.fromkeys(k for row in table for k in row)))
+    return len(rows)

@@ -1,0 +1,281 @@
+"""Predicted on GPUs page: what an A100, an H100 or an H200 would do with the sweep's shapes,
+from the cost model and the vendors' figures (results/model/{gpus,predictions,
+predicted_kernels}.csv), with measured GPU records drawn on the same axes when a run has them."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from reports.pages.common import MIB, load
+
+__all__ = [
+    "load",
+    "headline_shape",
+    "shape_title",
+    "assumptions",
+    "gpu_table",
+    "time_figure",
+    "footprint_figure",
+    "crossings",
+    "roofline_figure",
+    "speedup_table",
+    "measured",
+    "launch_table",
+]
+
+PATH_COLOURS = {"materialized": "tab:red", "fused": "tab:blue"}
+
+
+def headline_shape(predictions: pd.DataFrame) -> str:
+    """The shape the figures show: a 2-byte, not causal one where the sweep has it (the seed's
+    case), else the first."""
+    shapes = predictions.drop_duplicates("shape")
+    preferred = shapes[shapes["dtype"].isin(["float16", "bfloat16"]) & ~shapes["causal"].astype(bool)]
+    return (preferred if len(preferred) else shapes)["shape"].iloc[0]
+
+
+def shape_title(predictions: pd.DataFrame, shape: str) -> str:
+    row = predictions[predictions["shape"] == shape].iloc[0]
+    mask = "causal" if row["causal"] else "not causal"
+    return (
+        f"B={row['batch']}, H={row['heads']}, d={row['head_dim']}, {row['dtype']}, {mask}, "
+        f"blocks {row['block_m']}×{row['block_n']}"
+    )
+
+
+def assumptions(gpus: pd.DataFrame) -> str:
+    share = gpus["resident_share"].iloc[0]
+    return (
+        "**Every number on this page is a prediction, not a measurement.** It comes from the "
+        "cost model's bytes per kernel (as our Triton kernels issue them) and the vendors' "
+        "published figures below. DRAM bytes are a band: at the low end L2 serves every reuse "
+        "(the S/P hand-off between kernels, K/V re-reads) for the share of its footprint that "
+        f"fits in L2; at the high end L2 serves a reuse only when its footprint fits in "
+        f"{share:.0%} of L2, and otherwise everything comes from DRAM. A kernel's time is at "
+        "least its DRAM bytes over the bandwidth and at least its matrix products over the "
+        "dense tensor-core peak; the page sums the larger of the two over the kernels. Real "
+        "kernels are slower (launches, latency, imperfect overlap) and datasheet bandwidth is "
+        "not reached (a copy typically gets 85–90 % of it), so read the times as floors and "
+        "the ratios between paths as the point."
+    )
+
+
+def gpu_table(gpus: pd.DataFrame, env: dict | None = None) -> pd.DataFrame:
+    table = pd.DataFrame(
+        {
+            "GPU": gpus["model"],
+            "target": gpus["target"],
+            "HBM, TB/s": gpus["hbm_bytes_per_s"] / 1e12,
+            "L2, MiB": gpus["l2_bytes"] / MIB,
+            "SMs": gpus["sms"],
+            "fp16/bf16 tensor, TFLOP/s": gpus["tensor_flops_float16"] / 1e12,
+            "tf32 tensor, TFLOP/s": gpus["tensor_flops_float32"] / 1e12,
+        }
+    )
+    if env and env.get("device") == "cuda" and env.get("l2_bytes"):
+        table.attrs["measured_l2"] = f"{env['gpu_name']} reports {env['l2_bytes'] / MIB:.0f} MiB of L2"
+    return table.round(2)
+
+
+def _shape(frame: pd.DataFrame, shape: str) -> pd.DataFrame:
+    return frame[(frame["shape"] == shape) & frame["launch_reason"].isna()]
+
+
+def time_figure(predictions: pd.DataFrame, shape: str, measured_points: pd.DataFrame | None = None):
+    data = _shape(predictions, shape)
+    names = list(dict.fromkeys(data["gpu"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4.2), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for path, group in data[data["gpu"] == name].groupby("path", sort=False):
+            group = group.sort_values("tokens")
+            colour = PATH_COLOURS[path]
+            ax.fill_between(
+                group["tokens"],
+                group["time_low_s"] * 1e6,
+                group["time_high_s"] * 1e6,
+                color=colour,
+                alpha=0.25,
+                label=f"{path}: band",
+            )
+            ax.plot(
+                group["tokens"], group["time_high_s"] * 1e6, color=colour, lw=1.2, label=f"{path}: high end"
+            )
+        if measured_points is not None and len(measured_points):
+            mine = measured_points[measured_points["gpu"] == name]
+            for path, group in mine.groupby("path"):
+                ax.scatter(
+                    group["tokens"],
+                    group["time_ms"] * 1e3,
+                    marker="x",
+                    color=PATH_COLOURS[path],
+                    s=50,
+                    zorder=3,
+                    label=f"{path}: measured",
+                )
+        ax.set(xscale="log", yscale="log", xlabel="T (tokens)", title=name)
+        ax.set_xscale("log", base=2)
+    axes[0][0].set_ylabel("predicted time per call, µs (roofline floor)")
+    axes[0][-1].legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"Predicted time against T — {shape_title(predictions, shape)}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def footprint_figure(predictions: pd.DataFrame, gpus: pd.DataFrame, shape: str):
+    data = _shape(predictions, shape)
+    sizes = data[(data["path"] == "materialized")].drop_duplicates("tokens").sort_values("tokens")
+    fig, ax = plt.subplots()
+    ax.plot(
+        sizes["tokens"], sizes["bytes_S"] / MIB, "k-o", ms=3, label="one of S or P (stored between kernels)"
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for colour, gpu in zip(colours, gpus.itertuples(), strict=False):
+        l2 = gpu.l2_bytes / MIB
+        ax.axhline(l2, color=colour, lw=1.2, label=f"{gpu.gpu} L2 ({l2:.0f} MiB)")
+        ax.axhline(
+            l2 * gpu.resident_share,
+            color=colour,
+            lw=1,
+            ls="--",
+            label=f"{gpu.gpu}: {gpu.resident_share:.0%} of L2",
+        )
+        crossing = first_above(sizes, gpu.l2_bytes)
+        if crossing is not None:
+            ax.axvline(crossing, color=colour, lw=0.8, ls=":")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="T (tokens)",
+        ylabel="MiB",
+        title=f"S/P footprint against each L2 — {shape_title(predictions, shape)}",
+    )
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def first_above(sizes: pd.DataFrame, limit: float) -> int | None:
+    above = sizes[sizes["bytes_S"] > limit]
+    return int(above["tokens"].min()) if len(above) else None
+
+
+def crossings(predictions: pd.DataFrame, gpus: pd.DataFrame, shape: str) -> str:
+    """Where S stops fitting, per GPU, in words computed from the tables."""
+    sizes = _shape(predictions, shape)
+    sizes = sizes[sizes["path"] == "materialized"].drop_duplicates("tokens").sort_values("tokens")
+    lines = []
+    for gpu in gpus.itertuples():
+        fits = sizes[sizes["bytes_S"] <= gpu.l2_bytes * gpu.resident_share]["tokens"]
+        over = first_above(sizes, gpu.l2_bytes)
+        lines.append(
+            f"- **{gpu.gpu}** ({gpu.l2_bytes / MIB:.0f} MiB L2): S fits comfortably up to "
+            f"T = {int(fits.max()):,}"
+            if len(fits)
+            else f"- **{gpu.gpu}**: S never fits comfortably"
+        )
+        if over is not None:
+            size = sizes.loc[sizes["tokens"] == over, "bytes_S"].iloc[0] / MIB
+            lines[-1] += f"; from T = {over:,} ({size:,.0f} MiB) it no longer fits at all."
+        else:
+            lines[-1] += "; it fits at every T shown."
+    return "\n".join(lines)
+
+
+def roofline_figure(kernels: pd.DataFrame, gpus: pd.DataFrame, shape: str, tokens: int):
+    data = kernels[(kernels["shape"] == shape) & (kernels["tokens"] == tokens)]
+    dtype = data["dtype"].iloc[0]
+    rate = f"tensor_flops_{'float16' if dtype == 'bfloat16' else dtype}"
+    fig, axes = plt.subplots(1, len(gpus), figsize=(4.2 * len(gpus), 4.2), sharey=True, squeeze=False)
+    intensity = np.logspace(-1, 4, 200)
+    for ax, gpu in zip(axes[0], gpus.itertuples(), strict=True):
+        peak, bandwidth = getattr(gpu, rate), gpu.hbm_bytes_per_s
+        ax.plot(intensity, np.minimum(peak, bandwidth * intensity) / 1e12, "k-", lw=1.2, label="roofline")
+        ax.axvline(
+            peak / bandwidth, color="grey", ls=":", lw=0.8, label=f"ridge {peak / bandwidth:.0f} FLOP/B"
+        )
+        mine = data[(data["gpu"] == gpu.gpu) & (data["flops"] > 0)]
+        mine = mine.assign(intensity=mine["flops"] / mine["bytes_high"].where(mine["bytes_high"] > 0))
+        for (path, x), group in mine.fillna({"intensity": 1e4}).groupby(["path", "intensity"]):
+            y = min(peak, bandwidth * x) / 1e12
+            ax.scatter([x], [y], color=PATH_COLOURS[path], zorder=3)
+            label = f"{', '.join(group['kernel'])} ({x:,.0f})"
+            ax.annotate(label, (x, y), fontsize=8, xytext=(4, -12), textcoords="offset points")
+        ax.set(xscale="log", yscale="log", xlabel="FLOPs per DRAM byte (high end)", title=gpu.gpu)
+    axes[0][0].set_ylabel("attainable TFLOP/s")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(
+        f"Roofline at T = {tokens:,} — {shape_title(kernels.assign(launch_reason=None), shape)}", fontsize=11
+    )
+    fig.tight_layout()
+    return fig
+
+
+def speedup_table(predictions: pd.DataFrame, shape: str) -> pd.DataFrame:
+    """At the sweep's T: both paths' DRAM bands and time floors, and fused's predicted gain."""
+    data = _shape(predictions, shape)
+    data = data[data["in_sweep"].astype(bool)]
+    wide = data.pivot_table(
+        index=["gpu", "tokens"],
+        columns="path",
+        values=["dram_low_bytes", "dram_high_bytes", "time_low_s", "time_high_s"],
+    )
+
+    def band(low, high, unit, digits):
+        return [
+            f"{a / unit:,.{digits}f}"
+            if round(a / unit, digits) == round(b / unit, digits)
+            else f"{a / unit:,.{digits}f}–{b / unit:,.{digits}f}"
+            for a, b in zip(low, high, strict=True)
+        ]
+
+    out = pd.DataFrame(index=wide.index)
+    for path in ("materialized", "fused"):
+        out[f"{path} DRAM, MiB"] = band(
+            wide[("dram_low_bytes", path)], wide[("dram_high_bytes", path)], MIB, 1
+        )
+        out[f"{path} µs"] = band(wide[("time_low_s", path)], wide[("time_high_s", path)], 1e-6, 2)
+    out["fused ×"] = band(
+        wide[("time_low_s", "materialized")] / wide[("time_low_s", "fused")],
+        wide[("time_high_s", "materialized")] / wide[("time_high_s", "fused")],
+        1,
+        2,
+    )
+    return out.reset_index().rename(columns={"gpu": "GPU", "tokens": "T"})
+
+
+def measured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> pd.DataFrame:
+    """GPU records of the Triton paths beside their predictions (empty without a GPU run)."""
+    if env.get("device") != "cuda" or not env.get("gpu_name"):
+        return pd.DataFrame()
+    gpu = next((g for g in predictions["gpu"].unique() if g in env["gpu_name"]), None)
+    runs = metrics[
+        (metrics["status"] == "ok")
+        & metrics["impl"].isin(["triton_naive", "triton_flash"])
+        & metrics["time_ms"].notna()
+        & (metrics["inputs"] == "normal")
+    ]
+    if gpu is None or runs.empty:
+        return pd.DataFrame()
+    keys = ["impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n"]
+    mine = predictions[(predictions["gpu"] == gpu) & predictions["launch_reason"].isna()]
+    both = runs.merge(mine, on=keys, suffixes=("", "_predicted"))
+    both = both.assign(
+        gpu=gpu,
+        measured_over_floor_high=both["time_ms"] / 1e3 / both["time_high_s"],
+        measured_over_floor_low=both["time_ms"] / 1e3 / both["time_low_s"],
+    )
+    if "dram_bytes" in both:
+        both["dram_measured_MiB"] = both["dram_bytes"] / MIB
+    both["dram_band_MiB"] = [
+        f"{a / MIB:,.1f}–{b / MIB:,.1f}"
+        for a, b in zip(both["dram_low_bytes"], both["dram_high_bytes"], strict=True)
+    ]
+    return both
+
+
+def launch_table(predictions: pd.DataFrame) -> pd.DataFrame:
+    failed = predictions[predictions["launch_reason"].notna()]
+    return failed.drop_duplicates(["shape", "gpu", "path"])[["shape", "gpu", "path", "launch_reason"]]
