@@ -181,3 +181,51 @@ def test_a_path_that_does_not_build_for_a_target_gets_no_prediction_there():
     assert {r["gpu"] for r in kernel_rows if r["path"] == "fused"} == {"H100", "H200"}
     # the materialized path had no build here: predicted everywhere
     assert all(r["launch_reason"] is None for r in rows if r["path"] == "materialized")
+
+
+def test_measured_gpu_times_are_held_against_their_predictions():
+    """A GPU run's records meet the prediction of the same point on the GPU the run names."""
+    import pandas as pd
+
+    from kernels.study.prediction_tables import prediction_rows
+    from reports.pages.predicted import measured
+
+    sweep = {
+        "impls": ["triton_naive", "triton_flash"],
+        "batch": [1],
+        "heads": [1],
+        "tokens": [8192],
+        "head_dim": [128],
+        "dtype": ["float16"],
+        "causal": [False],
+        "inputs": ["normal"],
+        "blocks": [[64, 64]],
+    }
+    predictions = pd.DataFrame(prediction_rows(sweep, [], GPUS.values())[0])
+    key = {
+        "batch": 1,
+        "heads": 1,
+        "tokens": 8192,
+        "head_dim": 128,
+        "dtype": "float16",
+        "causal": False,
+        "block_m": 64,
+        "block_n": 64,
+        "inputs": "normal",
+        "status": "ok",
+    }
+    metrics = pd.DataFrame(
+        [
+            key | {"impl": "triton_naive", "time_ms": 0.2272, "dram_bytes": 400 * MIB},
+            key | {"impl": "triton_flash", "time_ms": 0.0694, "dram_bytes": 9 * MIB},
+        ]
+    )
+    assert measured(metrics, predictions, {"device": "cpu"}).empty
+    found = measured(metrics, predictions, {"device": "cuda", "gpu_name": "NVIDIA H200"}).set_index("impl")
+    assert set(found["gpu"]) == {"H200"}
+    floor = predict(seed_point(8192), H200)["time_high_s"]
+    assert found.loc["triton_naive", "measured_over_floor_high"] == pytest.approx(0.2272e-3 / floor)
+    assert found.loc["triton_flash", "measured_over_floor_high"] == pytest.approx(
+        0.0694e-3 / (4 * 8192**2 * 128 / 989.5e12)
+    )
+    assert found.loc["triton_naive", "dram_band_MiB"] == "280.0–520.0"
