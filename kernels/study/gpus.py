@@ -27,6 +27,10 @@ class Gpu:
     fp32_flops: float  # FP32 on CUDA cores (no tensor cores): torch's float32 matmul default
 
 
+# H100 and H200 SXM: one GH100 GPU at the same clocks (datasheets: dense = half the sparse figure)
+GH100_TENSOR_FLOPS = {"float16": 989.5 * TERA, "bfloat16": 989.5 * TERA, "float32": 494.5 * TERA}
+GH100_FP32_FLOPS = 67 * TERA
+
 GPUS: dict[str, Gpu] = {
     gpu.name: gpu
     for gpu in (
@@ -53,12 +57,8 @@ GPUS: dict[str, Gpu] = {
             hbm_bytes_per_s=3.35e12,
             l2_bytes=50 * MIB,
             sms=132,
-            tensor_flops={
-                "float16": 989.5 * TERA,
-                "bfloat16": 989.5 * TERA,
-                "float32": 494.5 * TERA,
-            },
-            fp32_flops=67 * TERA,
+            tensor_flops=GH100_TENSOR_FLOPS,
+            fp32_flops=GH100_FP32_FLOPS,
         ),
         # NVIDIA H200 Tensor Core GPU datasheet (SXM 141 GB): 4.8 TB/s HBM3e; the same tensor
         # and FP32 rates as the H100 SXM (the same GH100 GPU, 132 SMs). The datasheet gives no
@@ -73,12 +73,8 @@ GPUS: dict[str, Gpu] = {
             hbm_bytes_per_s=4.8e12,
             l2_bytes=60 * MIB,
             sms=132,
-            tensor_flops={
-                "float16": 989.5 * TERA,
-                "bfloat16": 989.5 * TERA,
-                "float32": 494.5 * TERA,
-            },
-            fp32_flops=67 * TERA,
+            tensor_flops=GH100_TENSOR_FLOPS,
+            fp32_flops=GH100_FP32_FLOPS,
         ),
     )
 }

@@ -48,6 +48,9 @@ WILDCARD_CONSTRAINTS: dict[str, str] = {
 }
 
 
+SHAPE_FIELDS = ("batch", "heads", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n")
+
+
 def _pattern_regex(pattern: str) -> re.Pattern:
     parts = re.split(r"\{(\w+)\}", pattern)  # literal, name, literal, name, ...
     regex = "".join(
@@ -108,6 +111,10 @@ class Point:
         if self.impl in TRITON_IMPLEMENTATIONS:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
+
+    def shape(self) -> dict:
+        """The fields that size the problem and its tiles, by name (tables' columns)."""
+        return {name: getattr(self, name) for name in SHAPE_FIELDS}
 
     @property
     def groups(self) -> int:

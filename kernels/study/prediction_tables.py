@@ -84,14 +84,7 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
                         "target": gpu.target,
                         "path": path,
                         "impl": point.impl,
-                        "batch": point.batch,
-                        "heads": point.heads,
-                        "tokens": tokens,
-                        "head_dim": point.head_dim,
-                        "dtype": point.dtype,
-                        "causal": point.causal,
-                        "block_m": point.block_m,
-                        "block_n": point.block_n,
+                        **point.shape(),
                         "in_sweep": tokens in swept.get(label, set()),
                     }
                     reason = reasons.get((label, path, gpu.target))
