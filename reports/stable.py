@@ -1,7 +1,8 @@
 """Make an executed report notebook depend only on its inputs: cell ids numbered in order
 (papermill and nbformat draw random ones), papermill's and the kernel client's timings
-removed, and object addresses in plain-text outputs (``<Styler at 0x…>``) blanked, so that
-two renders from the same tables are byte-identical, notebook and HTML.
+removed, the paths papermill ran from dropped, and object addresses in plain-text outputs
+(``<Styler at 0x…>``) blanked, so that two renders from the same tables are byte-identical,
+notebook and HTML.
 
     python -m reports.stable NOTEBOOK
 """
@@ -14,6 +15,8 @@ import sys
 from pathlib import Path
 
 TIMINGS = ("start_time", "end_time", "duration")
+# where papermill found the template and wrote the result: the run's places, not its content
+PLACES = ("input_path", "output_path")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
 
 
@@ -30,7 +33,7 @@ def stabilize(notebook: dict) -> dict:
             if plain:
                 text = "".join(plain) if isinstance(plain, list) else plain
                 output["data"]["text/plain"] = ADDRESS.sub(">", text)
-    for key in TIMINGS:
+    for key in TIMINGS + PLACES:
         notebook.get("metadata", {}).get("papermill", {}).pop(key, None)
     return notebook
 

@@ -3,6 +3,7 @@ of the checkout made with checkout_copy."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -70,4 +71,7 @@ def start(workdir: Path, *args: str) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        # Ctrl-C works on the run even when the suite itself was started in the background
+        # (which makes a shell ignore SIGINT for it and its children)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
