@@ -24,6 +24,14 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/report.smk"
 
 
+onsuccess:
+    print_run_summary()
+
+
+onerror:
+    print_run_summary()
+
+
 LEAVES = leaves()
 set_aside_damaged(LEAVES)
 

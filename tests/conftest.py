@@ -27,6 +27,7 @@ def study(tmp_path_factory):
         timeout=1800,  # a hang guard: alone the study takes about 4 minutes, beside other tests 6
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    (workdir / "snakemake-output.txt").write_text(done.stdout + done.stderr)
     return workdir
 
 

@@ -56,6 +56,14 @@ def test_table_has_exactly_the_points_asked_for(study):
     assert provenance["device"] == "cpu" and provenance["config_hash"]
 
 
+def test_the_run_ends_saying_how_many_points_ran_and_where_the_reports_are(study):
+    counts = pd.read_csv(study / "results" / "metrics.csv")["status"].value_counts()
+    said = ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed") if s in counts)
+    output = (study / "snakemake-output.txt").read_text()
+    assert f"attnio: {counts.sum()} points: {said} (why: results/metrics.csv" in output
+    assert "attnio: reports: results/index.html" in output
+
+
 def job_intervals(workdir: Path) -> list[dict]:
     """Every job of the run as Snakemake recorded it: rule, log, start and end (seconds)."""
     jobs: dict[tuple, dict] = {}

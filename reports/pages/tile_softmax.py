@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.colors import LogNorm
 
 from reports.pages.common import POINT_COLUMNS, load, overflow_finding
 
@@ -13,7 +14,7 @@ __all__ = [
     "load",
     "figure4_table",
     "example_figure",
-    "error_heatmap",
+    "error_heatmaps",
     "case_text",
     "swept_errors",
     "overflow_finding",
@@ -49,11 +50,30 @@ def example_figure(example: dict):
     return fig
 
 
-def error_heatmap(errors: pd.DataFrame, impl: str):
-    data = errors[errors["impl"] == impl].pivot(index="tokens", columns="block_n", values="error")
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    sns.heatmap(data, annot=True, fmt=".1e", cmap="rocket_r", ax=ax, cbar_kws={"label": "max |out − ref|"})
-    ax.set(xlabel="BLOCK_N", ylabel="tokens T", title=f"{impl}: error against float64")
+def error_heatmaps(errors: pd.DataFrame):
+    """The tile-local and the fused kernel's errors side by side on one logarithmic colour
+    scale, so that the same colour is the same error in both."""
+    impls = ["triton_tile_softmax", "triton_flash"]
+    positive = errors.loc[errors["error"] > 0, "error"]
+    floor = positive.min() if len(positive) else 1e-12
+    norm = LogNorm(vmin=floor, vmax=max(errors["error"].max(), floor * 10))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1, 0.05]})
+    for ax, impl in zip(axes[:2], impls, strict=True):
+        data = errors[errors["impl"] == impl].pivot(index="tokens", columns="block_n", values="error")
+        sns.heatmap(
+            data.clip(lower=floor),
+            annot=data,
+            fmt=".1e",
+            cmap="rocket_r",
+            norm=norm,
+            ax=ax,
+            cbar=ax is axes[1],
+            cbar_ax=axes[2] if ax is axes[1] else None,
+            cbar_kws={"label": "max |out − ref| (log scale)"},
+            annot_kws={"fontsize": 7},
+        )
+        ax.set(xlabel="BLOCK_N", ylabel="tokens T", title=f"{impl}: error against float64")
+    fig.tight_layout()
     return fig
 
 

@@ -160,3 +160,21 @@ def set_aside_damaged(files):
         except DamagedRecordError as err:
             os.replace(path, f"{path}.damaged")
             logger.warning(f"Damaged, set aside as {path}.damaged to be made again: {err}")
+
+
+def print_run_summary():
+    """How many points are ok, skipped and failed, and where to look: the last lines a run
+    prints (from the tables, when this run has them)."""
+    import csv
+    from collections import Counter
+
+    table = Path(RESULTS, "metrics.csv")
+    if not table.exists():
+        return
+    with table.open(newline="") as rows:
+        counts = Counter(row["status"] for row in csv.DictReader(rows))
+    said = ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed") if counts[s])
+    logger.info(f"attnio: {sum(counts.values())} points: {said} (why: {table}, column reason)")
+    index = Path(RESULTS, "index.html")
+    if index.exists():
+        logger.info(f"attnio: reports: {index}")
