@@ -10,10 +10,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from reports.pages.common import load
+from reports.pages.common import load, show
 
 __all__ = [
     "load",
+    "show",
     "summary",
     "resource_table",
     "highlight",

@@ -136,3 +136,80 @@ def overflow_finding(metrics: pd.DataFrame) -> str:
             "store them in the input dtype, so the same inputs do not overflow there."
         )
     return text
+
+
+# --- tables for people ---------------------------------------------------------------------
+
+LONG_TABLE = 15  # rows from which a table can be sorted by a click on a column's header
+# Sorting in the page itself (no library, no network): a click on a header sorts by that
+# column, numbers as numbers; a second click reverses.
+SORTABLE_SCRIPT = """<script>
+document.querySelectorAll("table.attnio-sortable").forEach(function (table) {
+  table.querySelectorAll("thead th").forEach(function (th, column) {
+    th.style.cursor = "pointer"; th.title = "click to sort";
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.from(body.rows);
+      var up = th.dataset.order !== "up"; th.dataset.order = up ? "up" : "down";
+      var key = function (row) {
+        var text = row.cells[column].innerText.replace(/[,×%]/g, "");
+        var value = parseFloat(text); return isNaN(value) ? text : value;
+      };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b), order = x < y ? -1 : x > y ? 1 : 0;
+        return up ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+</script>"""
+
+
+def _column_format(name: str, values: pd.Series) -> tuple[str, object]:
+    """A column's heading and format for a reader: bytes in MiB, times in ms, rates with a
+    few digits, errors in scientific notation, counts with thousands separators."""
+    if "bytes" in name and pd.api.types.is_numeric_dtype(values):
+        return name.replace("_bytes", "").replace("bytes_", "") + ", MiB", "{:,.2f}"
+    if name.endswith("_ms"):
+        return name[: -len("_ms")] + ", ms", "{:,.3f}"
+    if name == "tflops":
+        return "TFLOP/s", "{:,.3f}"
+    if name == "gbps":
+        return "GB/s", "{:,.1f}"
+    if "error" in name:
+        return name, "{:.1e}"
+    if name.startswith("speedup"):
+        return name, "{:.2f}×"
+    if pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        return name, "{:,}"
+    if pd.api.types.is_float_dtype(values):
+        return name, "{:,.3g}"
+    return name, None
+
+
+def readable(table: pd.DataFrame, uuid: str):
+    """A table as a reader wants it: MiB, ms and rates with sensible digits, no index
+    column, empty cells for missing values, sortable when long (SORTABLE_SCRIPT). The uuid
+    keeps the page's element ids fixed from one render to the next."""
+    shown, formats = pd.DataFrame(index=table.index), {}
+    for name in table.columns:
+        heading, fmt = _column_format(name, table[name])
+        values = table[name] / MIB if heading.endswith(", MiB") else table[name]
+        heading = heading.replace("_", " ")
+        shown[heading] = values
+        if fmt:
+            formats[heading] = fmt
+    styler = shown.reset_index(drop=True).style.hide(axis="index").set_uuid(uuid)
+    styler = styler.format(formats, na_rep="")
+    if len(table) >= LONG_TABLE:
+        styler = styler.set_table_attributes('class="attnio-sortable"')
+    return styler
+
+
+def show(table: pd.DataFrame, uuid: str) -> None:
+    """Display a readable table, with the sorting script after it when it is long."""
+    from IPython.display import HTML, display
+
+    display(readable(table, uuid))
+    if len(table) >= LONG_TABLE:
+        display(HTML(SORTABLE_SCRIPT))

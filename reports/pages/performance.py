@@ -9,10 +9,11 @@ from __future__ import annotations
 import pandas as pd
 import seaborn as sns
 
-from reports.pages.common import POINT_COLUMNS, device_label, load, ok
+from reports.pages.common import POINT_COLUMNS, device_label, load, ok, show
 
 __all__ = [
     "load",
+    "show",
     "device_label",
     "timed",
     "headline",

@@ -8,10 +8,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from reports.pages.common import MIB, load
+from reports.pages.common import MIB, load, show
 
 __all__ = [
     "load",
+    "show",
     "headline_shape",
     "shape_title",
     "assumptions",

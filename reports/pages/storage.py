@@ -7,10 +7,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from reports.pages.common import MIB, POINT_COLUMNS, load, ok, overflow_finding
+from reports.pages.common import MIB, POINT_COLUMNS, load, ok, overflow_finding, show
 
 __all__ = [
     "load",
+    "show",
     "seed_check",
     "storage_figure",
     "quadrupling",

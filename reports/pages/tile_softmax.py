@@ -8,10 +8,11 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.colors import LogNorm
 
-from reports.pages.common import POINT_COLUMNS, load, overflow_finding
+from reports.pages.common import POINT_COLUMNS, load, overflow_finding, show
 
 __all__ = [
     "load",
+    "show",
     "figure4_table",
     "example_figure",
     "error_heatmaps",

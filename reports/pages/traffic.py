@@ -10,10 +10,11 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.spec import TRITON_IMPLEMENTATIONS
-from reports.pages.common import MIB, describe_case, load, ok
+from reports.pages.common import MIB, describe_case, load, ok, show
 
 __all__ = [
     "load",
+    "show",
     "traffic_by_stage",
     "stacked_traffic_figure",
     "counted_vs_model",
