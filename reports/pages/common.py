@@ -59,6 +59,14 @@ def ok(metrics: pd.DataFrame) -> pd.DataFrame:
     return metrics[metrics["status"] == "ok"]
 
 
+def headline_shape(predictions: pd.DataFrame) -> str:
+    """The shape (of results/model/predictions.csv) the headline figures show: a 2-byte,
+    not causal one where the sweep has it (the seed's case), else the first."""
+    shapes = predictions.drop_duplicates("shape")
+    preferred = shapes[shapes["dtype"].isin(["float16", "bfloat16"]) & ~shapes["causal"].astype(bool)]
+    return (preferred if len(preferred) else shapes)["shape"].iloc[0]
+
+
 def describe_case(row) -> str:
     return (
         f"B={row['batch']}, H={row['heads']}, d={row['head_dim']}, {row['dtype']}, "

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from reports.pages.common import MIB, load, show
+from reports.pages.common import MIB, headline_shape, load, show
 
 __all__ = [
     "load",
@@ -27,14 +27,6 @@ __all__ = [
 ]
 
 PATH_COLOURS = {"materialized": "tab:red", "fused": "tab:blue"}
-
-
-def headline_shape(predictions: pd.DataFrame) -> str:
-    """The shape the figures show: a 2-byte, not causal one where the sweep has it (the seed's
-    case), else the first."""
-    shapes = predictions.drop_duplicates("shape")
-    preferred = shapes[shapes["dtype"].isin(["float16", "bfloat16"]) & ~shapes["causal"].astype(bool)]
-    return (preferred if len(preferred) else shapes)["shape"].iloc[0]
 
 
 def shape_title(predictions: pd.DataFrame, shape: str) -> str:

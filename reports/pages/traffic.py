@@ -9,12 +9,14 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from kernels.spec import TRITON_IMPLEMENTATIONS
-from reports.pages.common import MIB, describe_case, load, ok, show
+from kernels.spec import ELEMENT_BYTES, TRITON_IMPLEMENTATIONS
+from reports.pages.common import MIB, describe_case, headline_shape, load, ok, show
 
 __all__ = [
     "load",
     "show",
+    "headline_figure",
+    "headline_text",
     "traffic_by_stage",
     "stacked_traffic_figure",
     "counted_vs_model",
@@ -27,6 +29,106 @@ __all__ = [
 
 STAGE_ORDER = ["Q load", "K load", "V load", "S store", "S load", "P store", "P load", "O store"]
 CASE = ["batch", "heads", "head_dim", "dtype", "causal", "block_m", "block_n"]
+
+
+PATH_STYLE = {"materialized": ("tab:red", "triton_naive"), "fused": ("tab:blue", "triton_flash")}
+
+
+def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """The model's bytes of both paths over T for the headline shape (one GPU's rows: the
+    model's bytes do not depend on the GPU), as issued and compulsory (each of Q, K, V and O
+    once, and S and P stored and loaded once where a path stores them)."""
+    shape = headline_shape(predictions)
+    rows = predictions[(predictions["shape"] == shape)]
+    rows = rows[rows["gpu"] == rows["gpu"].iloc[0]].sort_values("tokens")
+    first = rows.iloc[0]
+    qkvo = (
+        4
+        * first["batch"]
+        * first["heads"]
+        * rows["tokens"]
+        * first["head_dim"]
+        * ELEMENT_BYTES[first["dtype"]]
+    )
+    handoff = 4 * rows["bytes_S"].where(rows["path"] == "materialized", 0)
+    return rows.assign(compulsory_bytes=qkvo + handoff), first
+
+
+def headline_figure(predictions: pd.DataFrame, metrics: pd.DataFrame):
+    """Bytes through global memory against T, both paths, log–log: the model as issued and
+    compulsory, the points the interpreter counted on top, and T² and T guides."""
+    rows, first = _model_lines(predictions)
+    fig, ax = plt.subplots()
+    for path, (colour, impl) in PATH_STYLE.items():
+        line = rows[rows["path"] == path]
+        ax.plot(
+            line["tokens"],
+            line["issued_bytes"] / MIB,
+            color=colour,
+            lw=1.8,
+            label=f"{path} ({impl}), as issued",
+        )
+        ax.plot(
+            line["tokens"],
+            line["compulsory_bytes"] / MIB,
+            color=colour,
+            lw=1,
+            ls="-.",
+            label=f"{path}, compulsory",
+        )
+        counted = metrics[
+            (metrics["impl"] == impl)
+            & metrics["traffic_counted_bytes"].notna()
+            & (metrics["inputs"] == "normal")
+        ]
+        counted = counted[(counted[CASE] == first[CASE]).all(axis=1)]
+        if len(counted):
+            ax.scatter(
+                counted["tokens"],
+                counted["traffic_counted_bytes"] / MIB,
+                color=colour,
+                edgecolor="black",
+                zorder=3,
+                s=45,
+                label=f"{path}, counted in the interpreter",
+            )
+    tokens = rows["tokens"].drop_duplicates().to_numpy(dtype=float)
+    start = rows[rows["tokens"] == tokens[0]].set_index("path")
+    square = start.loc["materialized", "issued_bytes"] / MIB / 3
+    linear = start.loc["fused", "compulsory_bytes"] / MIB / 3
+    ax.plot(tokens, square * (tokens / tokens[0]) ** 2, color="grey", ls=":", lw=1, label="guide ∝ T²")
+    ax.plot(tokens, linear * (tokens / tokens[0]), color="grey", ls="--", lw=1, label="guide ∝ T")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="T (tokens)",
+        ylabel="bytes loaded and stored, MiB",
+        title=f"Global traffic against T — {describe_case(first)}, "
+        f"blocks {int(first['block_m'])}×{int(first['block_n'])}",
+    )
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def headline_text(predictions: pd.DataFrame) -> str:
+    """The gap in absolute bytes at the largest T the sweep ran, and at the end of the grid."""
+    rows, first = _model_lines(predictions)
+    swept = rows[rows["in_sweep"].astype(bool)]
+    lines = []
+    for label, frame in (("the largest swept", swept), ("the largest shown", rows)):
+        if frame.empty:
+            continue
+        at = frame[frame["tokens"] == frame["tokens"].max()].set_index("path")
+        issued, compulsory = at["issued_bytes"] / MIB, at["compulsory_bytes"] / MIB
+        lines.append(
+            f"- At T = {int(frame['tokens'].max()):,} ({label}): the materialized path issues "
+            f"{issued['materialized']:,.1f} MiB ({compulsory['materialized']:,.1f} MiB compulsory), "
+            f"the fused one {issued['fused']:,.1f} MiB ({compulsory['fused']:,.1f} MiB compulsory): "
+            f"{issued['materialized'] / issued['fused']:,.1f}× as issued, "
+            f"{compulsory['materialized'] / compulsory['fused']:,.0f}× compulsory."
+        )
+    return "\n".join(lines)
 
 
 def traffic_by_stage(stages: pd.DataFrame, column: str = "model_bytes") -> pd.DataFrame:
@@ -134,7 +236,12 @@ def block_case(metrics: pd.DataFrame, curves: pd.DataFrame) -> tuple[str, pd.Dat
     ]
     measured = flash.dropna(subset=["traffic_counted_bytes"])
     measured = measured.assign(MiB=measured["traffic_counted_bytes"] / MIB)
-    return f"triton_flash at T = {int(largest['tokens']):,}, one head", curve, measured
+    mask = "causal" if largest["causal"] else "not causal"
+    title = (
+        f"triton_flash at T = {int(largest['tokens']):,}, one head, d={largest['head_dim']}, "
+        f"{largest['dtype']}, {mask}"
+    )
+    return title, curve, measured
 
 
 def block_figure(curve: pd.DataFrame, measured: pd.DataFrame, title: str):
