@@ -7,6 +7,8 @@ the matrix products of the fused kernel use the target's tensor-core instruction
 
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -45,6 +47,17 @@ def kernel_label(row) -> str:
     else:
         name = KERNEL_LABELS.get(row["kernel"], row["kernel"])
     return name
+
+
+def natural_key(text: str) -> tuple:
+    """'rows of 256' before 'rows of 1024': numbers inside labels compare as numbers."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", str(text))
+    )
+
+
+def natural_order(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return table.sort_values(columns, key=lambda column: column.map(natural_key)).reset_index(drop=True)
 
 
 def shape_label(row) -> str:
@@ -105,7 +118,7 @@ def resource_table(builds: pd.DataFrame) -> pd.DataFrame:
             "flags": builds.apply(flags, axis=1),
         }
     )
-    return table.sort_values(["target", "kernel", "variant"]).reset_index(drop=True)
+    return natural_order(table, ["target", "kernel", "variant"])
 
 
 def highlight(table: pd.DataFrame):
@@ -130,7 +143,7 @@ def resources_figure(table: pd.DataFrame):
     if table.empty:
         return None
     frame = table.assign(label=figure_labels(table["target"], table["kernel"], table["variant"], table["id"]))
-    labels = sorted(frame["label"].unique())
+    labels = sorted(frame["label"].unique(), key=natural_key)
     targets = sorted(frame["target"].unique())
     height = 0.8 / len(targets)
     fig, axes = plt.subplots(1, 3, figsize=(13, 0.45 * len(labels) + 1.8), sharey=True)
@@ -146,12 +159,18 @@ def resources_figure(table: pd.DataFrame):
                 [y + i * height for y in range(len(labels))], values.fillna(0), height=height, label=target
             )
         ax.set(title=title)
-    axes[2].axvline(2, color="black", linestyle="--", linewidth=1)
+    axes[2].axvline(2, color="black", linestyle="--", linewidth=1, label="two blocks per SM")
     axes[0].set_yticks([y + height * (len(targets) - 1) / 2 for y in range(len(labels))], labels)
     axes[0].invert_yaxis()
     handles, names = axes[0].get_legend_handles_labels()
+    marks = dict(zip(*reversed(axes[2].get_legend_handles_labels()), strict=True))
     fig.legend(
-        handles, names, title="target", loc="upper center", ncol=len(targets), bbox_to_anchor=(0.5, 1.0)
+        [*handles, marks["two blocks per SM"]],
+        [*names, "two blocks per SM"],
+        title="target",
+        loc="upper center",
+        ncol=len(targets) + 1,
+        bbox_to_anchor=(0.5, 1.0),
     )
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / fig.get_figheight()))
     return fig
@@ -183,7 +202,7 @@ def fused_table(builds: pd.DataFrame) -> pd.DataFrame:
     fused = builds[builds["kernel"] == "attention_fwd_kernel"]
     table = fused.assign(variant=fused.apply(shape_label, axis=1), kernel=fused.apply(kernel_label, axis=1))
     columns = ["target", "kernel", "variant", "status", "sass_HMMA", "sass_HGMMA", "sass_total"]
-    return table[columns].sort_values(["target", "kernel", "variant"]).reset_index(drop=True)
+    return natural_order(table[columns], ["target", "kernel", "variant"])
 
 
 MIX_CLASSES = ["HMMA", "HGMMA", "LDG", "STG", "LDGSTS", "LDS", "STS", "LDSM", "LDL", "STL"]
@@ -203,9 +222,14 @@ def instruction_figure(builds: pd.DataFrame):
         )
     )
     targets = sorted(frame["target"].unique())
-    labels = sorted(frame["label"].unique())
+    labels = sorted(frame["label"].unique(), key=natural_key)
     fig, axes = plt.subplots(
-        1, len(targets), figsize=(6.5 * len(targets), 0.45 * len(labels) + 1.8), sharey=True, squeeze=False
+        1,
+        len(targets),
+        figsize=(6.5 * len(targets), 0.45 * len(labels) + 1.8),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
     )
     for ax, target in zip(axes[0], targets, strict=True):
         counts = (
@@ -242,7 +266,7 @@ def memory_instructions(builds: pd.DataFrame) -> pd.DataFrame:
     table.insert(0, "variant", ok.apply(shape_label, axis=1))
     table.insert(0, "kernel", ok.apply(kernel_label, axis=1))
     table.insert(0, "target", ok["target"])
-    return table.sort_values(["target", "kernel", "variant"]).reset_index(drop=True)
+    return natural_order(table, ["target", "kernel", "variant"])
 
 
 def summary(builds: pd.DataFrame) -> str:
