@@ -11,13 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
-from reports.pages.common import device_label, nonfinite
+from reports.pages.common import SORTABLE_SCRIPT, device_label, nonfinite
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;
 color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;
 padding:.3em .6em;text-align:left}.warn{background:#fff3cd;border:2px solid #d39e00;
 padding:1em;margin:1em 0}.ok{background:#e8f5e9;border:1px solid #66bb6a;padding:1em}
-code{background:#f4f4f4;padding:0 .2em}"""
+code{background:#f4f4f4;padding:0 .2em}tr.failed td{background:#fdecea}tr.skipped td{background:#fff8e1}
+.findings li{margin:.4em 0}.when{color:#555}"""
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -60,6 +61,245 @@ def build_summary(builds: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+POINT_KEY = [
+    "impl",
+    "batch",
+    "heads",
+    "tokens",
+    "head_dim",
+    "dtype",
+    "causal",
+    "inputs",
+    "block_m",
+    "block_n",
+]
+
+
+def _link(href: str, text: str) -> str:
+    return f"<a href='{html.escape(href)}'>{html.escape(text)}</a>"
+
+
+def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
+    """Every planned point: what it is, its status and reason, and links to its record and
+    its log (paths as the workflow wrote them, relative to results/)."""
+    where = pd.DataFrame(files) if files else pd.DataFrame(columns=[*POINT_KEY, "record", "log"])
+    for column in ("block_m", "block_n"):
+        where[column] = pd.array(where[column], dtype="Int64")
+        metrics = metrics.assign(**{column: pd.array(metrics[column], dtype="Int64")})
+    rows = metrics.merge(where, on=POINT_KEY, how="left").sort_values(
+        ["status", "impl", "dtype", "tokens", "causal", "inputs"],
+        ascending=[False, True, True, True, True, True],
+    )
+    head = ["impl", "dtype", "T", "d", "B×H", "causal", "inputs", "blocks", "status", "reason", "files"]
+    body = []
+    for r in rows.itertuples(index=False):
+        blocks = f"{r.block_m}×{r.block_n}" if pd.notna(r.block_m) else "–"
+        links = " · ".join(
+            _link(path, label)
+            for path, label in ((r.record, "record"), (r.log, "log"))
+            if isinstance(path, str)
+        )
+        cells = [
+            r.impl,
+            r.dtype,
+            f"{r.tokens:,}",
+            r.head_dim,
+            f"{r.batch}×{r.heads}",
+            r.causal,
+            r.inputs,
+            blocks,
+        ]
+        body.append(
+            f"<tr class='{html.escape(str(r.status))}'>"
+            + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+            + f"<td><strong>{html.escape(str(r.status))}</strong></td>"
+            + f"<td>{html.escape(r.reason) if isinstance(r.reason, str) else ''}</td>"
+            + f"<td>{links}</td></tr>"
+        )
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return (
+        f"<table class='attnio-sortable'><thead><tr>{header}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def run_span(metrics: pd.DataFrame) -> str:
+    """When the points were measured, from the records' own clocks (UTC)."""
+    started = pd.to_datetime(metrics["started_at"], utc=True, errors="coerce").dropna()
+    finished = pd.to_datetime(metrics["finished_at"], utc=True, errors="coerce").dropna()
+    if started.empty or finished.empty:
+        return "unknown"
+    first, last = started.min(), finished.max()
+    minutes = (last - first).total_seconds() / 60
+    return (
+        f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC "
+        f"({minutes:,.1f} min from the first point to the last)"
+    )
+
+
+def sweep_table(config: dict) -> pd.DataFrame:
+    """The sweep as one row per grid, lists written as values."""
+    sweep = config.get("sweep") or []
+    grids = sweep if isinstance(sweep, list) else [sweep]
+
+    def shown(value):
+        if isinstance(value, list):
+            return ", ".join(
+                "×".join(map(str, v))
+                if isinstance(v, list)
+                else f"{v:,}"
+                if isinstance(v, int) and not isinstance(v, bool)
+                else str(v)
+                for v in value
+            )
+        return "–" if value is None else str(value)
+
+    rows = [{"grid": i + 1, **{k: shown(v) for k, v in grid.items()}} for i, grid in enumerate(grids)]
+    return pd.DataFrame(rows)
+
+
+def settings_line(config: dict) -> str:
+    """Every setting that is not the sweep, on one line."""
+
+    def flat(prefix: str, value) -> list[str]:
+        if isinstance(value, dict):
+            return [item for k, v in value.items() for item in flat(f"{prefix}{k}.", v)]
+        return [f"{prefix[:-1]} = {value}"]
+
+    return "; ".join(item for k, v in config.items() if k != "sweep" for item in flat(f"{k}.", v))
+
+
+def config_yaml(config: dict) -> str:
+    try:
+        import yaml
+
+        return yaml.safe_dump(config, sort_keys=False, default_flow_style=None)
+    except ImportError:  # the report stage runs without Snakemake's dependencies too
+        return json.dumps(config, indent=1)
+
+
+MIB = float(1 << 20)
+
+
+def _largest(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["tokens"] == frame["tokens"].max()] if len(frame) else frame
+
+
+def _normal(metrics: pd.DataFrame) -> pd.DataFrame:
+    return metrics[metrics["inputs"] == "normal"]
+
+
+def finding_storage(metrics: pd.DataFrame) -> str | None:
+    normal = _normal(metrics)
+    stored = _largest(normal[normal["bytes_S"] > 0])
+    if stored.empty:
+        return None
+    two_bytes = stored[stored["dtype"].isin(["float16", "bfloat16"])]  # the seed's case first
+    r = (two_bytes if len(two_bytes) else stored).sort_values("bytes_S").iloc[-1]
+    return (
+        f"At T = {r['tokens']:,} ({r['dtype']}, B={r['batch']}, H={r['heads']}), S and P take "
+        f"{r['bytes_S'] / MIB:,.1f} MiB each, {2 * r['bytes_S'] / MIB:,.1f} MiB together: "
+        "doubling T quadruples them."
+    )
+
+
+def _pair(metrics: pd.DataFrame, a: str, b: str, column: str) -> tuple[pd.Series, pd.Series] | None:
+    """The rows of implementations a and b at the largest T where both have a value in column,
+    same shape, not causal where possible."""
+    key = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n"]
+    data = _normal(metrics).dropna(subset=[column])
+    left, right = data[data["impl"] == a], data[data["impl"] == b]
+    both = left.merge(right, on=key, suffixes=("_a", "_b"))
+    if both.empty:
+        return None
+    both = _largest(both).sort_values("causal")
+    row = both.iloc[0]
+    pick = lambda side: pd.Series({k: row[k] for k in key} | {column: row[f"{column}_{side}"]})  # noqa: E731
+    return pick("a"), pick("b")
+
+
+def finding_traffic(metrics: pd.DataFrame) -> str | None:
+    pair = _pair(metrics, "triton_naive", "triton_flash", "traffic_model_bytes")
+    if pair is None:
+        return None
+    naive, fused = pair
+    return (
+        f"At T = {naive['tokens']:,} (d={naive['head_dim']}, {naive['dtype']}), the materialized "
+        f"kernels load and store {naive['traffic_model_bytes'] / MIB:,.1f} MiB, the fused kernel "
+        f"{fused['traffic_model_bytes'] / MIB:,.1f} MiB: "
+        f"{naive['traffic_model_bytes'] / fused['traffic_model_bytes']:,.1f}× as much."
+    )
+
+
+def finding_tile_softmax(metrics: pd.DataFrame) -> str | None:
+    pair = _pair(metrics[metrics["status"] == "ok"], "triton_tile_softmax", "triton_flash", "max_abs_error")
+    if pair is None:
+        return None
+    tile, fused = pair
+    return (
+        f"At T = {tile['tokens']:,} with {int(tile['block_n'])}-key tiles, a softmax done tile by "
+        f"tile is off by up to {tile['max_abs_error']:.2g}; carrying the row statistics across "
+        f"tiles (the fused kernel) brings it to {fused['max_abs_error']:.1e}."
+    )
+
+
+def finding_speed(metrics: pd.DataFrame, env: dict) -> str | None:
+    native = "float32" if env.get("device") == "cpu" else None
+    timed = _normal(metrics).dropna(subset=["speedup_vs_materialized"])
+    timed = timed[(timed["impl"] != timed["twin"]) & (timed["dtype"] == native if native else True)]
+    if timed.empty:
+        return None
+    r = _largest(timed).sort_values("causal").iloc[0]
+    where = "this CPU" if env.get("device") == "cpu" else env.get("gpu_name") or "this GPU"
+    return (
+        f"On {where}, {r['impl']} ({r['dtype']}) runs {r['speedup_vs_materialized']:,.1f}× as fast "
+        f"as {r['twin']} at T = {r['tokens']:,}, {'causal' if r['causal'] else 'not causal'} "
+        f"({r['time_ms']:,.3g} ms per call)."
+    )
+
+
+def finding_prediction(predictions: pd.DataFrame | None) -> str | None:
+    if predictions is None or predictions.empty:
+        return None
+    rows = predictions[predictions["in_sweep"].astype(bool) & predictions["launch_reason"].isna()]
+    rows = rows[rows["gpu"] == "H200"] if (rows["gpu"] == "H200").any() else rows
+    if rows.empty:
+        return None
+    rows = _largest(rows.sort_values(["causal", "shape"]))
+    shape = rows["shape"].iloc[0]
+    at = rows[rows["shape"] == shape].set_index("path")
+    mat, fused = at.loc["materialized"], at.loc["fused"]
+
+    def band(r: pd.Series, c: str) -> str:
+        low, high = f"{r[c + '_low_bytes'] / MIB:,.0f}", f"{r[c + '_high_bytes'] / MIB:,.0f}"
+        return low if low == high else f"{low}–{high}"
+
+    return (
+        f"Predicted, not measured: on an {mat['gpu']} at T = {mat['tokens']:,}, the materialized path "
+        f"would move {band(mat, 'dram')} MiB through DRAM (the range is L2 serving the S/P hand-off or "
+        f"not), the fused one {band(fused, 'dram')} MiB; time floors {mat['time_low_s'] * 1e6:,.1f}–"
+        f"{mat['time_high_s'] * 1e6:,.1f} µs against {fused['time_high_s'] * 1e6:,.1f} µs."
+    )
+
+
+def findings(metrics: pd.DataFrame, env: dict, predictions: pd.DataFrame | None, reports: dict) -> str:
+    """The study's answers in a few lines, each computed from this run's tables and linked to
+    the page that shows it."""
+    items = [
+        ("storage", finding_storage(metrics)),
+        ("traffic", finding_traffic(metrics)),
+        ("tile_softmax", finding_tile_softmax(metrics)),
+        ("performance", finding_speed(metrics, env)),
+        ("predicted", finding_prediction(predictions)),
+    ]
+    lines = [
+        f"<li>{html.escape(text)} {_link(f'reports/{page}.html', reports.get(page, page) + ' →')}</li>"
+        for page, text in items
+        if text
+    ]
+    return "<ul class='findings'>" + "".join(lines) + "</ul>" if lines else "<p>No finding: no point ran.</p>"
+
+
 def title(notebook: str | os.PathLike) -> str:
     """A report's title: the first heading of its notebook."""
     for cell in json.loads(Path(notebook).read_text())["cells"]:
@@ -71,7 +311,13 @@ def title(notebook: str | os.PathLike) -> str:
 
 
 def render(
-    env: dict, metrics: pd.DataFrame, validation: pd.DataFrame, reports: dict[str, str], builds: pd.DataFrame
+    env: dict,
+    metrics: pd.DataFrame,
+    validation: pd.DataFrame,
+    reports: dict[str, str],
+    builds: pd.DataFrame,
+    files: list[dict] | None = None,
+    predictions: pd.DataFrame | None = None,
 ) -> str:
     warnings = []
     failed = validation[validation["verdict"] != "passed"]
@@ -118,27 +364,42 @@ def render(
     links = "".join(
         f"<li><a href='reports/{name}.html'>{html.escape(text)}</a></li>" for name, text in reports.items()
     )
-    config = html.escape(json.dumps(env.get("config"), indent=1))
+    config = env.get("config") or {}
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnio results"
         f"</title><style>{STYLE}</style></head><body><h1>attnio: why attention is hard to "
-        f"optimize</h1>{banner}<h2>Reports</h2><ul>{links}</ul><h2>What ran where</h2>"
-        f"{_table(facts)}<h2>Build</h2>{_table(build_summary(builds))}"
+        f"optimize</h1><p class='when'>Measured {html.escape(run_span(metrics))}; "
+        f"{html.escape(device_label(env))}.</p><h2>What this run found</h2>"
+        f"{findings(metrics, env, predictions, reports)}{banner}<h2>Reports</h2><ul>{links}</ul>"
+        f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
+        f"(click a heading to sort), with its record and the log of its job.</p>"
+        f"{points_table(metrics, files or [])}{SORTABLE_SCRIPT}<h2>Build</h2>{_table(build_summary(builds))}"
         f"<h2>Validation</h2>{_table(validation)}<p>Tables: "
         f"<a href='metrics.csv'>metrics.csv</a> (a row per point), "
         f"<a href='stages.csv'>stages.csv</a> (a row per point and stage), "
         f"<a href='build.csv'>build.csv</a> (a row per kernel variant and target).</p>"
-        f"<h2>Configuration</h2><pre>{config}</pre></body></html>\n"
+        f"<h2>Configuration</h2>{_table(sweep_table(config))}<p>{html.escape(settings_line(config))}</p>"
+        f"<details><summary>The whole configuration (YAML)</summary><pre>"
+        f"{html.escape(config_yaml(config))}</pre></details></body></html>\n"
     )
 
 
 def write(
-    env_path, metrics_path, validation_paths, notebooks: list[str], builds_path, out: str | os.PathLike
+    env_path,
+    metrics_path,
+    validation_paths,
+    notebooks: list[str],
+    builds_path,
+    out: str | os.PathLike,
+    files: list[dict] | None = None,
+    predictions_path: str | os.PathLike | None = None,
 ) -> None:
-    """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb)."""
+    """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb);
+    ``files``: each point's record and log, relative to results/."""
     env = json.loads(Path(env_path).read_text())
     metrics = pd.read_parquet(metrics_path)
     builds = pd.read_csv(builds_path)
+    predictions = pd.read_csv(predictions_path) if predictions_path else None
     reports = {Path(path).stem: title(path) for path in notebooks}
-    page = render(env, metrics, validation_summary(validation_paths), reports, builds)
+    page = render(env, metrics, validation_summary(validation_paths), reports, builds, files, predictions)
     write_text_atomic(out, page)

@@ -143,6 +143,19 @@ def leaves():
     return records | verdicts | builds
 
 
+def point_files(wildcards=None):
+    """Each point by its fields, with its record and its job's log relative to results/:
+    the index links them."""
+    return [
+        {"impl": p.impl, **p.shape(), "inputs": p.inputs}
+        | {
+            "record": os.path.relpath(output_of(rules.measure.output[0], p), RESULTS),
+            "log": os.path.relpath(output_of(rules.measure.log[0], p), RESULTS),
+        }
+        for p in POINTS
+    ]
+
+
 def set_aside_damaged(files):
     """A leaf that is damaged (empty, cut short, not JSON; a record also with NaN inside or
     off the schema) is named on the console and in Snakemake's log and renamed to

@@ -51,11 +51,14 @@ rule index:
         env=rules.env.output,
         validation=sorted({output_of(rules.validate.output[0], p) for p in POINTS}),
         builds=rules.build_table.output[0],
+        predictions=rules.predict.output.predictions,
     output:
         report(f"{RESULTS}/index.html", caption="../report/index.rst", category="Overview"),
     log:
         f"{RESULTS}/logs/index.log",
     conda:
         "../../envs/attnio.yaml"
+    params:
+        files=point_files,
     script:
         "../scripts/index.py"

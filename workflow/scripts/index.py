@@ -12,4 +12,6 @@ with logged_to(smk.log[0]):
         list(smk.input.notebooks),
         smk.input.builds,
         smk.output[0],
+        smk.params.files,
+        smk.input.predictions,
     )
