@@ -61,6 +61,7 @@ def build_summary(builds: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+STATUS_ORDER = {"failed": 0, "skipped": 1, "ok": 2}  # what needs a reader's eye first
 POINT_KEY = [
     "impl",
     "batch",
@@ -86,10 +87,9 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     for column in ("block_m", "block_n"):
         where[column] = pd.array(where[column], dtype="Int64")
         metrics = metrics.assign(**{column: pd.array(metrics[column], dtype="Int64")})
-    rows = metrics.merge(where, on=POINT_KEY, how="left").sort_values(
-        ["status", "impl", "dtype", "tokens", "causal", "inputs"],
-        ascending=[False, True, True, True, True, True],
-    )
+    rows = metrics.merge(where, on=POINT_KEY, how="left")
+    rows = rows.assign(_order=rows["status"].map(STATUS_ORDER).fillna(len(STATUS_ORDER)))
+    rows = rows.sort_values(["_order", "impl", "dtype", "tokens", "causal", "inputs"])
     head = ["impl", "dtype", "T", "d", "B×H", "causal", "inputs", "blocks", "status", "reason", "files"]
     body = []
     for r in rows.itertuples(index=False):
