@@ -46,7 +46,7 @@ def validation_summary(paths) -> pd.DataFrame:
                 "verdict": "passed" if results and not unexpected else "FAILED",
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["impl", "dtype", "blocks", "checks", "unexpected", "verdict"])
 
 
 def build_summary(builds: pd.DataFrame) -> pd.DataFrame:

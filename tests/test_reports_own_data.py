@@ -1,0 +1,114 @@
+"""The pages follow the tables they are given: rendered from records of the test's own (other
+T, dtypes and head dim than any preset, and a failed point), the numbers in the index and in
+the Storage page are the ones computed from those records here."""
+
+import html
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from workflow_run import ROOT, env
+
+from kernels.io.tables import tables
+from kernels.measure.run import measure
+from kernels.study.point import Point
+
+MIB = 1 << 20
+SHAPE = {"batch": 1, "heads": 2, "tokens": 80, "head_dim": 32, "dtype": "bfloat16", "causal": False}
+POINTS = [
+    Point("torch_naive", **SHAPE),
+    Point("sdpa", **SHAPE),
+    Point("triton_naive", **SHAPE, block_m=32, block_n=32),
+    Point("triton_flash", **SHAPE, block_m=32, block_n=32),
+    Point("triton_tile_softmax", **SHAPE, block_m=32, block_n=32),
+    Point("torch_naive", 1, 1, 48, 32, "float16", False, inputs="large"),  # overflows: failed
+]
+
+
+@pytest.fixture(scope="module")
+def metrics() -> pd.DataFrame:
+    return tables([measure(point, "cpu", seed=5) for point in POINTS])[0]
+
+
+def test_index_findings_and_every_point_follow_the_records(metrics):
+    from reports.pages.index import render, validation_summary
+
+    files = [
+        {
+            "impl": p.impl,
+            **p.shape(),
+            "inputs": p.inputs,
+            "record": f"points/{p.name}.json",
+            "log": f"logs/measure/{p.name}.log",
+        }
+        for p in POINTS
+    ]
+    provenance = {"device": "cpu", "cpu": "test CPU", "cpu_count": 2, "config": {"seed": 5}}
+    page = html.unescape(
+        render(provenance, metrics, validation_summary([]), {"traffic": "Traffic"}, pd.DataFrame(), files)
+    )
+    by = metrics.set_index(["impl", "inputs"])
+    naive, fused = by.loc[("triton_naive", "normal")], by.loc[("triton_flash", "normal")]
+    assert (
+        f"the materialized kernels load and store {naive['traffic_model_bytes'] / MIB:,.1f} MiB, the fused "
+        f"kernel {fused['traffic_model_bytes'] / MIB:,.1f} MiB" in page
+    )
+    tile = by.loc[("triton_tile_softmax", "normal")]
+    assert f"off by up to {tile['max_abs_error']:.2g}" in page
+    assert f"brings it to {fused['max_abs_error']:.1e}" in page
+    assert f"S and P take {naive['bytes_S'] / MIB:,.1f} MiB each" in page
+    assert page.count("<tr class=") == len(POINTS)
+    failed = by.loc[("torch_naive", "large")]
+    assert failed["status"] == "failed" and failed["reason"] in page
+    assert "points/torch_naive/float16/B1-H1-T48-d32-full-na-large.json" in page
+    assert page.index("<tr class='failed'>") < page.index("<tr class='ok'>")
+
+
+def test_storage_page_says_what_the_records_measured(metrics, tmp_path):
+    from kernels.io.atomic import write_csv_atomic
+    from kernels.study.model_tables import matrix_sizes
+
+    metrics.to_parquet(tmp_path / "metrics.parquet", index=False)
+    write_csv_atomic(tmp_path / "sizes.csv", matrix_sizes())
+    (tmp_path / "env.json").write_text(json.dumps({"device": "cpu", "cpu": "test CPU", "cpu_count": 2}))
+    out = tmp_path / "storage.ipynb"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(ROOT / "reports" / "storage.ipynb"),
+            str(out),
+            "-k",
+            "python3",
+            "-p",
+            "metrics",
+            str(tmp_path / "metrics.parquet"),
+            "-p",
+            "env",
+            str(tmp_path / "env.json"),
+            "-p",
+            "sizes",
+            str(tmp_path / "sizes.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env(),
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = "".join(
+        "".join(output.get("data", {}).get("text/markdown", ""))
+        for cell in json.loads(out.read_text())["cells"]
+        for output in cell.get("outputs", [])
+    )
+    naive = metrics[(metrics["impl"] == "torch_naive") & (metrics["inputs"] == "normal")].iloc[0]
+    stored = naive["bytes_S"] + naive["bytes_P"]
+    assert (
+        f"**torch_naive** (bfloat16) sits {naive['peak_alloc_bytes'] / stored:.2f}× above the line at T = 80"
+        in said
+    )
+    assert "**sdpa** (bfloat16) stores neither S nor P" in said
