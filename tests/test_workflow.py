@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -365,3 +366,15 @@ def test_reports_render_where_torch_cannot_be_imported(study, tmp_path, no_torch
     # and a second render from the same tables is the same file, byte for byte
     for page in [*(study / "results" / "reports").glob("*"), study / "results" / "index.html"]:
         assert (results / page.relative_to(study / "results")).read_bytes() == page.read_bytes(), page.name
+
+
+def test_the_snakemake_report_has_a_caption_of_its_own_per_report(study, tmp_path):
+    done = snakemake(study, "--cores", "1", "--report", str(tmp_path / "report.zip"), *CONFIG)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with zipfile.ZipFile(tmp_path / "report.zip") as packed:
+        names = packed.namelist()
+        page = packed.read(next(n for n in names if n.endswith("report/report.html"))).decode()
+    assert {Path(n).name for n in names} >= {f"{r}.html" for r in REPORTS} | {"index.html"}
+    captions = re.findall(r'"caption": "<p><strong>([^<]+)</strong>', page)
+    assert len(set(captions)) == len(REPORTS), captions
+    assert "The study's landing page" in page
