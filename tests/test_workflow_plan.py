@@ -28,7 +28,7 @@ def test_interrupted_run_resumes(tmp_path):
         yaml.safe_dump(
             {
                 "build": {"targets": []},
-                "sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [16, 40], "head_dim": [16]},
+                "sweep": {"impls": ["sdpa", "triton_flash"], "tokens": [40], "head_dim": [16]},
             }
         )
     )
@@ -37,7 +37,7 @@ def test_interrupted_run_resumes(tmp_path):
     run = start(tmp_path, *args)
     points = tmp_path / "results" / "points"
     deadline = time.time() + 120
-    while time.time() < deadline and len(list(points.rglob("*.json"))) < 3:
+    while time.time() < deadline and len(list(points.rglob("*.json"))) < 2:
         time.sleep(0.2)
     os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     run.wait()
@@ -45,7 +45,7 @@ def test_interrupted_run_resumes(tmp_path):
     resumed = snakemake(tmp_path, *args)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     table = pd.read_csv(tmp_path / "results" / "metrics.csv")
-    assert len(table) == 8 and (table["status"] == "ok").all()
+    assert len(table) == 4 and (table["status"] == "ok").all()
     assert not list((tmp_path / "results").rglob("*.tmp"))
 
 
