@@ -1,17 +1,20 @@
 """Wall-clock timing as the ecosystem does it. CUDA: ``triton.testing.do_bench`` (warm-up,
 L2 flushed between repetitions). CPU: ``torch.utils.benchmark.Timer.adaptive_autorange``
-(warm-up, then blocks of runs until the median is stable), on the job's thread count. The
+(warm-up, then blocks of runs until the median is stable, and at least ten calls' worth
+of time for a slow call), on the job's thread count. The
 Triton interpreter is never timed. Either way the record gets the median, the 10th and 90th
 percentiles of the samples and how many calls were timed."""
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 
 CPU_MIN_SECONDS = 0.2  # of timed runs before the median may count as stable
 CPU_MAX_SECONDS = 3.0  # after which the measurement stops, stable or not (spread recorded)
 CPU_STABLE_IQR = 0.1  # interquartile range / median at which it is stable
+CPU_MIN_SAMPLES = 10  # a slow call still gets this many samples (within CPU_MAX_SECONDS)
 
 
 def _summary(samples_ms: list[float], calls: int) -> dict:
@@ -34,10 +37,13 @@ def time_cpu(fn: Callable[[], object], threads: int) -> dict:
     calls long enough for the clock's resolution not to matter."""
     from torch.utils.benchmark import Timer
 
-    fn()  # warm-up: allocator, lazy initialization
+    started = time.perf_counter()
+    fn()  # warm-up: allocator, lazy initialization; also sizes the run for slow calls
+    warm_up = time.perf_counter() - started
+    min_run = min(CPU_MAX_SECONDS, max(CPU_MIN_SECONDS, CPU_MIN_SAMPLES * warm_up))
     timer = Timer("fn()", globals={"fn": fn}, num_threads=threads)
     found = timer.adaptive_autorange(
-        threshold=CPU_STABLE_IQR, min_run_time=CPU_MIN_SECONDS, max_run_time=CPU_MAX_SECONDS
+        threshold=CPU_STABLE_IQR, min_run_time=min_run, max_run_time=CPU_MAX_SECONDS
     )
     samples = [t * 1e3 for t in found.times]
     return _summary(samples, len(samples) * found.number_per_run)
