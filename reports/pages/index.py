@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
+from kernels.io.tables import POINT_KEY as TABLE_KEY
 from reports.pages.common import SORTABLE_SCRIPT, device_label, nonfinite
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;
@@ -62,18 +63,8 @@ def build_summary(builds: pd.DataFrame) -> pd.DataFrame:
 
 
 STATUS_ORDER = {"failed": 0, "skipped": 1, "ok": 2}  # what needs a reader's eye first
-POINT_KEY = [
-    "impl",
-    "batch",
-    "heads",
-    "tokens",
-    "head_dim",
-    "dtype",
-    "causal",
-    "inputs",
-    "block_m",
-    "block_n",
-]
+# a point as the workflow names it (the tables also key on the device, which files lack)
+POINT_KEY = [k for k in TABLE_KEY if k != "device"]
 
 
 def _link(href: str, text: str) -> str:
