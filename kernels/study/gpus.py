@@ -1,6 +1,6 @@
 """The GPUs a prediction is made for, with the vendor figures each prediction needs. Every
-figure is a published one (source beside it), not a measurement: a measured copy bandwidth
-is typically 85-90 % of the datasheet's, and the ceilings rule measures the real one.
+figure is a published one (source beside it), not a measurement: a copy does not reach the
+datasheet's bandwidth, and on a GPU the ceilings rule measures what it does reach.
 
 Units: bytes and bytes per second (datasheets' GB/s and TB/s are decimal; NVIDIA's L2 "MB"
 is MiB, as the driver reports it: 40 MB on an A100 is 41,943,040 B). Tensor-core rates are

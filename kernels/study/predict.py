@@ -119,9 +119,10 @@ def kernels(point: Point, gpu: Gpu) -> list[KernelPrediction]:
     return found
 
 
-def predict(point: Point, gpu: Gpu) -> dict:
-    """One point on one GPU: the band of DRAM bytes, the time bounds and what bounds them."""
-    found = kernels(point, gpu)
+def predict(point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None) -> dict:
+    """One point on one GPU: the band of DRAM bytes, the time bounds and what bounds them
+    (from ``found``, the point's kernels on that GPU, when the caller has them already)."""
+    found = kernels(point, gpu) if found is None else found
     footprint = matrix_bytes(point)
     return {
         "gpu": gpu.name,

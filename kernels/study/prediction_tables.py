@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from kernels.io.atomic import write_csv_atomic
@@ -91,24 +91,12 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
                     if reason:
                         rows.append(base | {"launch_reason": reason})
                         continue
-                    found = predict.predict(point, gpu)
+                    found = predict.kernels(point, gpu)
+                    summary = predict.predict(point, gpu, found)
                     rows.append(
-                        base | {k: v for k, v in found.items() if k not in base} | {"launch_reason": None}
+                        base | {k: v for k, v in summary.items() if k not in base} | {"launch_reason": None}
                     )
-                    kernel_rows += [
-                        base
-                        | {
-                            "kernel": k.kernel,
-                            "flops": k.flops,
-                            "bytes_low": k.bytes_low,
-                            "bytes_high": k.bytes_high,
-                            "time_low_s": k.time_low_s,
-                            "time_high_s": k.time_high_s,
-                            "bound_low": k.bound_low,
-                            "bound_high": k.bound_high,
-                        }
-                        for k in predict.kernels(point, gpu)
-                    ]
+                    kernel_rows += [base | asdict(k) for k in found]
     return rows, kernel_rows
 
 

@@ -50,7 +50,8 @@ def assumptions(gpus: pd.DataFrame) -> str:
         "least its DRAM bytes over the bandwidth and at least its matrix products over the "
         "dense tensor-core peak; the page sums the larger of the two over the kernels. Real "
         "kernels are slower (launches, latency, imperfect overlap) and datasheet bandwidth is "
-        "not reached (a copy typically gets 85–90 % of it), so read the times as floors and "
+        "not reached by a copy (on a GPU the ceilings rule measures what is), so read the "
+        "times as floors and "
         "the ratios between paths as the point."
     )
 
