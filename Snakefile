@@ -40,4 +40,5 @@ rule all:
     default_target: True
     input:
         rules.index.output,
+        rules.pack.output,
         sorted(LEAVES),

@@ -112,3 +112,56 @@ def test_storage_page_says_what_the_records_measured(metrics, tmp_path):
         in said
     )
     assert "**sdpa** (bfloat16) stores neither S nor P" in said
+
+
+def _drawn(fig, kind: str) -> list[tuple[float, float]]:
+    from reports.pages.figure_text import series
+
+    return [xy for s in series(fig) if s.kind == kind for xy in zip(s.x, s.y, strict=True)]
+
+
+def _has(drawn: list[tuple[float, float]], x: float, y: float) -> bool:
+    return any(abs(a - x) <= 1e-9 * abs(x) and abs(b - y) <= 1e-9 * abs(y) for a, b in drawn)
+
+
+def test_each_figure_draws_the_numbers_of_its_table(metrics):
+    """Read back from what matplotlib drew: every point of the tables is where it belongs,
+    the failed one is nowhere, and the image's alternative text gives the plotted ranges."""
+    import matplotlib.pyplot as plt
+
+    from kernels.study.gpus import GPUS
+    from kernels.study.prediction_tables import prediction_rows
+    from reports.pages import performance, storage, traffic
+    from reports.pages.figure_text import alt_text
+
+    normal = metrics[(metrics["inputs"] == "normal") & (metrics["status"] == "ok")]
+    failed = metrics[metrics["status"] == "failed"].iloc[0]
+
+    peaks = storage.peak_figure(metrics)
+    stored = normal[normal["bytes_S"] > 0]
+    assert len(stored) == 2  # torch_naive and triton_naive
+    for row in stored.itertuples():
+        assert _has(_drawn(peaks, "points"), (row.bytes_S + row.bytes_P) / MIB, row.peak_alloc_bytes / MIB)
+    assert len(_drawn(peaks, "points")) == len(stored)  # the failed point is not drawn
+    described = alt_text(peaks)
+    assert "y: peak allocated above inputs and output, MiB (log scale)" in described
+    for row in stored.itertuples():
+        assert f"({(row.bytes_S + row.bytes_P) / MIB:.3g}, {row.peak_alloc_bytes / MIB:.3g})" in described
+
+    sweep = {**{k: [v] for k, v in SHAPE.items()}, "impls": ["triton_naive"], "blocks": [[32, 32]]}
+    predictions = pd.DataFrame(prediction_rows(sweep, [], list(GPUS.values())[:1])[0])
+    headline = traffic.headline_figure(predictions, metrics)
+    for impl in ("triton_naive", "triton_flash"):
+        counted = normal[normal["impl"] == impl].iloc[0]
+        assert _has(_drawn(headline, "points"), 80, counted["traffic_counted_bytes"] / MIB)
+    issued = predictions[(predictions["tokens"] == 80) & (predictions["path"] == "materialized")]
+    assert _has(_drawn(headline, "line"), 80, issued["issued_bytes"].iloc[0] / MIB)
+
+    times = performance.time_figure(metrics, "time_ms", "time per call, ms", "test CPU")
+    timed = performance.timed(metrics)
+    timed = timed[timed["inputs"] == "normal"]
+    assert len(timed) >= 2
+    for row in timed.itertuples():
+        assert _has(_drawn(times, "line"), row.tokens, row.time_ms)
+    assert not _has(_drawn(times, "line"), failed["tokens"], failed["time_ms"])
+    plt.close("all")

@@ -362,7 +362,7 @@ def test_reports_render_where_torch_cannot_be_imported(study, tmp_path, no_torch
     done = snakemake(tmp_path, "--cores", "2", "--configfile", DEFAULT, CI, environment=no_torch)
     assert done.returncode == 0, done.stderr[-3000:]
     ran = set(re.findall(r"^(?:local)?rule (\w+):", done.stdout + done.stderr, re.M))
-    assert ran == {"report_notebook", "report_html", "index", "all"}
+    assert ran == {"report_notebook", "report_html", "index", "pack", "all"}
     for name in REPORTS:
         drawn = images((results / "reports" / f"{name}.html").read_text())
         assert drawn and drawn == images((study / "results" / "reports" / f"{name}.html").read_text())
@@ -371,13 +371,36 @@ def test_reports_render_where_torch_cannot_be_imported(study, tmp_path, no_torch
         assert (results / page.relative_to(study / "results")).read_bytes() == page.read_bytes(), page.name
 
 
-def test_the_snakemake_report_has_a_caption_of_its_own_per_report(study, tmp_path):
+def test_report_zip_works_offline(study, tmp_path):
+    """In `snakemake --report report.zip`: a caption of its own per report, the index with
+    every file it links to (its links resolve inside the zip), the tables packed, and every
+    image described by its alternative text."""
+    from reports.pack import local_links
+
     done = snakemake(study, "--cores", "1", "--report", str(tmp_path / "report.zip"), *CONFIG)
     assert done.returncode == 0, done.stderr[-2000:]
     with zipfile.ZipFile(tmp_path / "report.zip") as packed:
-        names = packed.namelist()
+        names = set(packed.namelist())
         page = packed.read(next(n for n in names if n.endswith("report/report.html"))).decode()
+        index = next(n for n in names if n.endswith("/index.html") and "/data/raw/" in n)
+        pages = {n: packed.read(n).decode() for n in names if n.endswith(".html") and "/data/raw/" in n}
     assert {Path(n).name for n in names} >= {f"{r}.html" for r in REPORTS} | {"index.html"}
     captions = re.findall(r'"caption": "<p><strong>([^<]+)</strong>', page)
     assert len(set(captions)) == len(REPORTS), captions
     assert "The study's landing page" in page
+
+    beside = Path(index).parent
+    links = local_links(pages[index])
+    assert len(links) > len(REPORTS) + 2 * 25  # reports, tables, a record and a log per point
+    assert [link for link in links if (beside / link).as_posix() not in names] == []
+    for table in ("metrics.csv", "metrics.parquet", "stages.csv", "build.csv", "model/predictions.csv"):
+        assert (beside / table).as_posix() in names, table
+
+    placeholder = "No description has been provided for this image"
+    for name, html in pages.items():
+        for image in re.findall(r"<img [^>]*>", html):
+            alt = re.search(r'alt="([^"]*)"', image)
+            assert alt and alt.group(1).startswith("Figure") and placeholder not in image, name
+    assert sum(html.count("<img ") for html in pages.values()) >= 2 * len(REPORTS)
+    for log in (study / "results" / "logs" / "reports").glob("*.html.log"):
+        assert "Alternative text is missing" not in log.read_text(), log.name

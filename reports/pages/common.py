@@ -18,7 +18,9 @@ POINT_COLUMNS = ["impl", "tokens", "head_dim", "dtype", "causal", "inputs"]
 
 
 def style() -> None:
-    """One look for every figure; fixed so that two renderings are byte-identical."""
+    """One look for every figure; fixed so that two renderings are byte-identical. In a
+    notebook every figure is shown as an image with alternative text (figure_text)."""
+    describe_figures()
     sns.set_theme(style="whitegrid", context="notebook")
     plt.rcParams.update(
         {
@@ -29,6 +31,25 @@ def style() -> None:
             "axes.titleweight": "bold",
         }
     )
+
+
+def describe_figures() -> None:
+    """Show figures as <img> with alternative text read from their artists instead of the
+    inline backend's bare PNG (nbconvert's templates have no other way to give one)."""
+    from IPython import get_ipython
+    from matplotlib.figure import Figure
+
+    from reports.pages.figure_text import figure_html
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    # the inline backend registers its PNG formatter when a first figure resolves the
+    # backend, dropping every other formatter for figures: resolve it first
+    plt.close(plt.figure())
+    formatters = shell.display_formatter.formatters
+    formatters["image/png"].pop(Figure, None)
+    formatters["text/html"].for_type(Figure, figure_html)
 
 
 def read(path: str | Path):

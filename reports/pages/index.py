@@ -291,6 +291,37 @@ def findings(metrics: pd.DataFrame, env: dict, predictions: pd.DataFrame | None,
     return "<ul class='findings'>" + "".join(lines) + "</ul>" if lines else "<p>No finding: no point ran.</p>"
 
 
+# What each table holds, for the list of tables (a table not named here is linked bare).
+TABLE_CONTENTS = {
+    "metrics.csv": "a row per point",
+    "metrics.parquet": "the same, with its types",
+    "stages.csv": "a row per point and stage",
+    "build.csv": "a row per kernel variant and target",
+    "tile_errors.csv": "the tile-local and fused kernels' error per T and BLOCK_N",
+    "env.json": "device, versions and configuration of the run",
+    "ceilings.json": "the machine's measured copy bandwidth and GEMM rate",
+    "model/matrix_sizes.csv": "S and P sizes against T from the model",
+    "model/block_traffic.csv": "the fused kernel's modelled traffic against its block size",
+    "model/softmax_example.json": "the seed's Figure 4 example, computed",
+    "model/gpus.csv": "the GPUs the predictions are for",
+    "model/predictions.csv": "predicted bytes and time floors per shape, T, GPU and path",
+    "model/predicted_kernels.csv": "the same per kernel",
+}
+
+
+def tables_list(tables: list[str]) -> str:
+    """The tables the reports were computed from, each linked (paths relative to results/)."""
+    if not tables:
+        return ""
+    items = "".join(
+        f"<li>{_link(path, path)}"
+        + (f" — {html.escape(TABLE_CONTENTS[path])}" if path in TABLE_CONTENTS else "")
+        + "</li>"
+        for path in tables
+    )
+    return f"<h2>Tables</h2><p>Every number of the reports comes from these files.</p><ul>{items}</ul>"
+
+
 def title(notebook: str | os.PathLike) -> str:
     """A report's title: the first heading of its notebook."""
     for cell in json.loads(Path(notebook).read_text())["cells"]:
@@ -309,6 +340,7 @@ def render(
     builds: pd.DataFrame,
     files: list[dict] | None = None,
     predictions: pd.DataFrame | None = None,
+    tables: list[str] | None = None,
 ) -> str:
     warnings = []
     failed = validation[validation["verdict"] != "passed"]
@@ -365,10 +397,7 @@ def render(
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
         f"(click a heading to sort), with its record and the log of its job.</p>"
         f"{points_table(metrics, files or [])}{SORTABLE_SCRIPT}<h2>Build</h2>{_table(build_summary(builds))}"
-        f"<h2>Validation</h2>{_table(validation)}<p>Tables: "
-        f"<a href='metrics.csv'>metrics.csv</a> (a row per point), "
-        f"<a href='stages.csv'>stages.csv</a> (a row per point and stage), "
-        f"<a href='build.csv'>build.csv</a> (a row per kernel variant and target).</p>"
+        f"<h2>Validation</h2>{_table(validation)}{tables_list(tables or [])}"
         f"<h2>Configuration</h2>{_table(sweep_table(config))}<p>{html.escape(settings_line(config))}</p>"
         f"<details><summary>The whole configuration (YAML)</summary><pre>"
         f"{html.escape(config_yaml(config))}</pre></details></body></html>\n"
@@ -384,13 +413,17 @@ def write(
     out: str | os.PathLike,
     files: list[dict] | None = None,
     predictions_path: str | os.PathLike | None = None,
+    tables: list[str] | None = None,
 ) -> None:
     """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb);
-    ``files``: each point's record and log, relative to results/."""
+    ``files``: each point's record and log, ``tables``: the tables behind the reports, all
+    relative to results/."""
     env = json.loads(Path(env_path).read_text())
     metrics = pd.read_parquet(metrics_path)
     builds = pd.read_csv(builds_path)
     predictions = pd.read_csv(predictions_path) if predictions_path else None
     reports = {Path(path).stem: title(path) for path in notebooks}
-    page = render(env, metrics, validation_summary(validation_paths), reports, builds, files, predictions)
+    page = render(
+        env, metrics, validation_summary(validation_paths), reports, builds, files, predictions, tables
+    )
     write_text_atomic(out, page)

@@ -9,6 +9,7 @@ localrules:
     report_notebook,
     report_html,
     index,
+    pack,
 
 
 rule gather:

@@ -120,6 +120,14 @@ REPORT_INPUTS = {
 }
 
 
+# Every table the reports read, and the CSV twins of the parquet and build tables: the index
+# links each and report.zip packs them.
+TABLES = sorted(
+    {path for inputs in REPORT_INPUTS.values() for path in inputs.values()}
+    | {f"{RESULTS}/metrics.csv", f"{RESULTS}/build.csv"}
+)
+
+
 def report_inputs(wildcards):
     return REPORT_INPUTS[wildcards.report]
 

@@ -1,3 +1,8 @@
+PAGE_CODE = sorted(
+    os.path.relpath(path) for path in Path(workflow.basedir, "reports", "pages").glob("*.py")
+)
+
+
 rule report_notebook:
     """Execute one report template with papermill. The executed notebook is kept under
     logs/ even when a cell fails; the result, with cell ids and timings made independent of
@@ -6,6 +11,8 @@ rule report_notebook:
         unpack(report_inputs),
         # relative to the working directory, so that a moved checkout re-renders nothing
         template=os.path.relpath(f"{workflow.basedir}/reports/{{report}}.ipynb"),
+        # the pages' code: a change to it renders the reports again
+        pages=PAGE_CODE,
     output:
         f"{RESULTS}/reports/{{report}}.ipynb",
     log:
@@ -43,7 +50,8 @@ rule report_html:
 
 
 rule index:
-    """The landing page: links, provenance, validation verdicts and warnings."""
+    """The landing page: the findings, every point with its record and log, provenance,
+    validation verdicts, the tables behind the reports, the configuration."""
     input:
         reports=expand(rules.report_html.output[0], report=REPORTS),
         notebooks=expand(rules.report_notebook.output[0], report=REPORTS),
@@ -52,13 +60,38 @@ rule index:
         validation=sorted({output_of(rules.validate.output[0], p) for p in POINTS}),
         builds=rules.build_table.output[0],
         predictions=rules.predict.output.predictions,
+        tables=TABLES,
     output:
-        report(f"{RESULTS}/index.html", caption="../report/index.rst", category="Overview"),
+        f"{RESULTS}/index.html",
     log:
         f"{RESULTS}/logs/index.log",
     conda:
         "../../envs/attnio.yaml"
     params:
         files=point_files,
+        tables=[os.path.relpath(table, RESULTS) for table in TABLES],
     script:
         "../scripts/index.py"
+
+
+rule pack:
+    """The index with every file it links to (reports, tables, point records and logs) in
+    one folder: `snakemake --report report.zip` packs it as it is, so its links work
+    offline. The reports are also packed one by one, each with its own caption."""
+    input:
+        index=rules.index.output[0],
+        reports=rules.index.input.reports,
+        tables=TABLES,
+    output:
+        report(
+            directory(f"{RESULTS}/packed/index"),
+            htmlindex="index.html",
+            caption="../report/index.rst",
+            category="Overview",
+        ),
+    log:
+        f"{RESULTS}/logs/pack.log",
+    conda:
+        "../../envs/attnio.yaml"
+    script:
+        "../scripts/pack.py"

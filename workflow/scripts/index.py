@@ -14,4 +14,5 @@ with logged_to(smk.log[0]):
         smk.output[0],
         smk.params.files,
         smk.input.predictions,
+        smk.params.tables,
     )
