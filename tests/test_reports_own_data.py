@@ -165,3 +165,31 @@ def test_each_figure_draws_the_numbers_of_its_table(metrics):
         assert _has(_drawn(times, "line"), row.tokens, row.time_ms)
     assert not _has(_drawn(times, "line"), failed["tokens"], failed["time_ms"])
     plt.close("all")
+
+
+def test_roofline_places_each_timed_point_under_the_bound_that_applies(metrics):
+    """With ceilings whose ridge falls between the two timed paths' intensities, the lower
+    one is memory-bound and judged against copy bandwidth, the higher compute-bound."""
+    from reports.pages import performance
+
+    timed = performance.timed(metrics)
+    timed = timed[timed["inputs"] == "normal"].set_index("impl")
+    low, high = sorted(timed["intensity"])
+    ridge = (low * high) ** 0.5
+    found = {
+        "copy_gbps": 10.0,
+        "matmul_tflops": ridge * 10.0 / 1e3,
+        "device_name": "test",
+        "matmul_dtype": "float32",
+    }
+    table = performance.roofline(metrics, found).set_index("impl")
+    for impl, row in table.iterrows():
+        memory = row["intensity"] < ridge
+        assert row["bound"] == ("memory" if memory else "compute")
+        roof = row["intensity"] * 10e9 if memory else ridge * 10e9
+        assert row["fraction_of_bound"] == pytest.approx(timed.loc[impl, "tflops"] * 1e12 / roof)
+    assert set(table["bound"]) == {"memory", "compute"}
+    fig = performance.roofline_figure(table.reset_index(), found)
+    for _, row in table.iterrows():
+        assert _has(_drawn(fig, "points"), row["intensity"], row["tflops"] * 1e3)
+    assert "memory-bound" in performance.roofline_summary(table.reset_index(), found)

@@ -129,6 +129,74 @@ def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:
     return timed(metrics)[columns].sort_values(["impl", "dtype", "tokens"]).reset_index(drop=True)
 
 
+def roofline(metrics: pd.DataFrame, found: dict) -> pd.DataFrame:
+    """Each timed point against the machine's measured ceilings: the bound that applies at
+    its arithmetic intensity (copy bandwidth below the ridge, matrix-product rate above) and
+    the fraction of that bound it reached."""
+    data = timed(metrics)
+    data = data[data["inputs"] == "normal"]
+    peak, copy = found["matmul_tflops"] * 1e12, found["copy_gbps"] * 1e9
+    ridge = peak / copy
+    memory_bound = data["intensity"] < ridge
+    attainable = (data["intensity"] * copy).where(memory_bound, peak)
+    fraction = (data["tflops"] * 1e12 / attainable).rename("fraction_of_bound")
+    bound = memory_bound.map({True: "memory", False: "compute"}).rename("bound")
+    columns = [*POINT_COLUMNS, "time_ms", "intensity", "gbps", "tflops"]
+    table = pd.concat([data[columns], bound, fraction], axis=1)
+    return table.sort_values(["impl", "dtype", "tokens", "causal"]).reset_index(drop=True)
+
+
+def roofline_figure(table: pd.DataFrame, found: dict):
+    """Achieved FLOP/s against arithmetic intensity, under the roof the ceilings draw."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if table.empty:
+        return None
+    peak, copy = found["matmul_tflops"] * 1e3, found["copy_gbps"]  # GFLOP/s, GB/s
+    ridge = peak / copy
+    low, high = min(table["intensity"].min(), ridge) / 4, max(table["intensity"].max(), ridge) * 4
+    x = np.geomspace(low, high, 200)
+    fig, ax = plt.subplots()
+    ax.plot(x, np.minimum(x * copy, peak), color="black", lw=1.5, label="roof: measured ceilings")
+    ax.axvline(ridge, color="grey", ls=":", lw=1, label=f"ridge {ridge:,.1f} FLOP/B")
+    label = (table["impl"] + " " + table["dtype"]).rename("path")
+    sns.scatterplot(x=table["intensity"], y=table["tflops"] * 1e3, hue=label, style=label, s=60, ax=ax)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="FLOPs per byte moved (model)",
+        ylabel="achieved GFLOP/s",
+        title=f"Roofline of this machine ({found['device_name']}, {found['matmul_dtype']} product)",
+    )
+    ax.legend(fontsize=7)
+    return fig
+
+
+def roofline_summary(table: pd.DataFrame, found: dict) -> str:
+    """Per implementation, which bound applies and the best fraction of it reached."""
+    if table.empty:
+        return "No timed point, so nothing to place on the roofline."
+    lines = []
+    for (impl, dtype), group in table.groupby(["impl", "dtype"]):
+        # the largest T, not causal where timed so
+        last = group.sort_values(["tokens", "causal"], ascending=[True, False]).iloc[-1]
+        mask = "causal" if last["causal"] else "not causal"
+        lines.append(
+            f"- **{impl}** ({dtype}): {last['bound']}-bound at the largest T (T = {last['tokens']:,}, "
+            f"{mask}, {last['intensity']:,.0f} FLOP/B), reaching {last['fraction_of_bound']:.0%} of that "
+            f"bound; best over the sweep {group['fraction_of_bound'].max():.0%}."
+        )
+    ridge = found["matmul_tflops"] * 1e3 / found["copy_gbps"]
+    return (
+        f"The ridge of this machine is at {ridge:,.1f} FLOP per byte: a kernel doing fewer "
+        "FLOPs per byte is bounded by the copy bandwidth, one doing more by the matrix-product "
+        "rate. The ceilings are rates this machine reached (one copy, one matrix product), not "
+        "its datasheet peaks, and the bytes are the model's (as issued where modelled, else "
+        "compulsory), so a fraction a little above 100% is possible.\n\n" + "\n".join(lines)
+    )
+
+
 def ceilings(found: dict) -> str:
     """The machine's measured rates, for reading the bandwidth and throughput above."""
     return (
