@@ -174,7 +174,7 @@ def test_roofline_places_each_timed_point_under_the_bound_that_applies(metrics):
 
     timed = performance.timed(metrics)
     timed = timed[timed["inputs"] == "normal"].set_index("impl")
-    low, high = sorted(timed["intensity"])
+    low, high = sorted(timed["intensity_flop_per_byte"])
     ridge = (low * high) ** 0.5
     found = {
         "copy_gbps": 10.0,
@@ -184,12 +184,12 @@ def test_roofline_places_each_timed_point_under_the_bound_that_applies(metrics):
     }
     table = performance.roofline(metrics, found).set_index("impl")
     for impl, row in table.iterrows():
-        memory = row["intensity"] < ridge
+        memory = row["intensity_flop_per_byte"] < ridge
         assert row["bound"] == ("memory" if memory else "compute")
-        roof = row["intensity"] * 10e9 if memory else ridge * 10e9
+        roof = row["intensity_flop_per_byte"] * 10e9 if memory else ridge * 10e9
         assert row["fraction_of_bound"] == pytest.approx(timed.loc[impl, "tflops"] * 1e12 / roof)
     assert set(table["bound"]) == {"memory", "compute"}
     fig = performance.roofline_figure(table.reset_index(), found)
     for _, row in table.iterrows():
-        assert _has(_drawn(fig, "points"), row["intensity"], row["tflops"] * 1e3)
+        assert _has(_drawn(fig, "points"), row["intensity_flop_per_byte"], row["tflops"] * 1e3)
     assert "memory-bound" in performance.roofline_summary(table.reset_index(), found)

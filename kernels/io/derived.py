@@ -16,15 +16,11 @@ SAME_INPUTS = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "input
 
 
 def throughput(metrics: pd.DataFrame) -> pd.DataFrame:
-    """TFLOP/s and GB/s of every timed point, and every point's arithmetic intensity (the
-    model's bytes: as issued where the model knows them, else the compulsory ones)."""
+    """TFLOP/s and GB/s of every timed point (the model's bytes: as issued where the model
+    knows them, else the compulsory ones)."""
     seconds = metrics["time_ms"] / 1e3
     moved = metrics["traffic_model_bytes"].fillna(metrics["traffic_compulsory_bytes"])
-    return metrics.assign(
-        tflops=metrics["flops"] / seconds / 1e12,
-        gbps=moved / seconds / 1e9,
-        intensity=metrics["flops"] / moved,  # FLOPs per byte moved: a point's place on a roofline
-    )
+    return metrics.assign(tflops=metrics["flops"] / seconds / 1e12, gbps=moved / seconds / 1e9)
 
 
 def speedups(metrics: pd.DataFrame) -> pd.DataFrame:

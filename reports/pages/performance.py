@@ -137,11 +137,11 @@ def roofline(metrics: pd.DataFrame, found: dict) -> pd.DataFrame:
     data = data[data["inputs"] == "normal"]
     peak, copy = found["matmul_tflops"] * 1e12, found["copy_gbps"] * 1e9
     ridge = peak / copy
-    memory_bound = data["intensity"] < ridge
-    attainable = (data["intensity"] * copy).where(memory_bound, peak)
+    memory_bound = data["intensity_flop_per_byte"] < ridge
+    attainable = (data["intensity_flop_per_byte"] * copy).where(memory_bound, peak)
     fraction = (data["tflops"] * 1e12 / attainable).rename("fraction_of_bound")
     bound = memory_bound.map({True: "memory", False: "compute"}).rename("bound")
-    columns = [*POINT_COLUMNS, "time_ms", "intensity", "gbps", "tflops"]
+    columns = [*POINT_COLUMNS, "time_ms", "intensity_flop_per_byte", "gbps", "tflops"]
     table = pd.concat([data[columns], bound, fraction], axis=1)
     return table.sort_values(["impl", "dtype", "tokens", "causal"]).reset_index(drop=True)
 
@@ -155,13 +155,14 @@ def roofline_figure(table: pd.DataFrame, found: dict):
         return None
     peak, copy = found["matmul_tflops"] * 1e3, found["copy_gbps"]  # GFLOP/s, GB/s
     ridge = peak / copy
-    low, high = min(table["intensity"].min(), ridge) / 4, max(table["intensity"].max(), ridge) * 4
+    intensity = table["intensity_flop_per_byte"]
+    low, high = min(intensity.min(), ridge) / 4, max(intensity.max(), ridge) * 4
     x = np.geomspace(low, high, 200)
     fig, ax = plt.subplots()
     ax.plot(x, np.minimum(x * copy, peak), color="black", lw=1.5, label="roof: measured ceilings")
     ax.axvline(ridge, color="grey", ls=":", lw=1, label=f"ridge {ridge:,.1f} FLOP/B")
     label = (table["impl"] + " " + table["dtype"]).rename("path")
-    sns.scatterplot(x=table["intensity"], y=table["tflops"] * 1e3, hue=label, style=label, s=60, ax=ax)
+    sns.scatterplot(x=intensity, y=table["tflops"] * 1e3, hue=label, style=label, s=60, ax=ax)
     ax.set(
         xscale="log",
         yscale="log",
@@ -184,8 +185,9 @@ def roofline_summary(table: pd.DataFrame, found: dict) -> str:
         mask = "causal" if last["causal"] else "not causal"
         lines.append(
             f"- **{impl}** ({dtype}): {last['bound']}-bound at the largest T (T = {last['tokens']:,}, "
-            f"{mask}, {last['intensity']:,.0f} FLOP/B), reaching {last['fraction_of_bound']:.0%} of that "
-            f"bound; best over the sweep {group['fraction_of_bound'].max():.0%}."
+            f"{mask}, {last['intensity_flop_per_byte']:,.0f} FLOP/B), reaching "
+            f"{last['fraction_of_bound']:.0%} of that bound; best over the sweep "
+            f"{group['fraction_of_bound'].max():.0%}."
         )
     ridge = found["matmul_tflops"] * 1e3 / found["copy_gbps"]
     return (
