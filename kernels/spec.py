@@ -7,17 +7,31 @@ a user may write, and a test holds the two equal.
 
 from __future__ import annotations
 
+SDPA_BACKENDS: tuple[str, ...] = ("math", "flash", "efficient", "cudnn")
+# PyTorch's scaled_dot_product_attention: "sdpa" lets PyTorch pick the backend, "sdpa_<name>"
+# forces one (a device without it records the point as skipped, naming it).
+SDPA_IMPLEMENTATIONS: dict[str, str | None] = {"sdpa": None} | {f"sdpa_{b}": b for b in SDPA_BACKENDS}
 IMPLEMENTATIONS: tuple[str, ...] = (
     "reference",
+    "torch_naive",
+    *SDPA_IMPLEMENTATIONS,
+    "triton_naive",
+    "triton_tile_softmax",
+    "triton_flash",
+)
+TRITON_IMPLEMENTATIONS: tuple[str, ...] = tuple(n for n in IMPLEMENTATIONS if n.startswith("triton_"))
+# S and P stored in memory. sdpa_math is PyTorch's composite of a product, a softmax and a
+# product, so it stores both like torch_naive.
+MATERIALIZED: tuple[str, ...] = ("reference", "torch_naive", "sdpa_math", "triton_naive")
+# The default sweep: every implementation but the float64 reference and the forced backends
+# (a study asks for those by name).
+DEFAULT_IMPLEMENTATIONS: tuple[str, ...] = (
     "torch_naive",
     "sdpa",
     "triton_naive",
     "triton_tile_softmax",
     "triton_flash",
 )
-TRITON_IMPLEMENTATIONS: tuple[str, ...] = tuple(n for n in IMPLEMENTATIONS if n.startswith("triton_"))
-MATERIALIZED: tuple[str, ...] = ("reference", "torch_naive", "triton_naive")  # S and P stored
-DEFAULT_IMPLEMENTATIONS: tuple[str, ...] = tuple(n for n in IMPLEMENTATIONS if n != "reference")
 
 # dtype name → bytes per element; the kernels take the first three, float64 is the reference's
 ELEMENT_BYTES: dict[str, int] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -25,8 +39,6 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 HEAD_DIMS: tuple[int, ...] = (16, 32, 64, 128, 256)
 BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256)
 DEFAULT_BLOCK = 64
-SDPA_BACKENDS: tuple[str, ...] = ("math", "flash", "efficient", "cudnn")
-
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 GPU_TARGETS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90")  # with per-SM limits known
 DEFAULT_TARGETS: tuple[str, ...] = ("sm_80", "sm_90")
@@ -50,6 +62,10 @@ MATERIALIZED_TWIN: dict[str, str] = {
     "reference": "reference",
     "torch_naive": "torch_naive",
     "sdpa": "torch_naive",
+    "sdpa_math": "sdpa_math",
+    "sdpa_flash": "torch_naive",
+    "sdpa_efficient": "torch_naive",
+    "sdpa_cudnn": "torch_naive",
     "triton_naive": "triton_naive",
     "triton_tile_softmax": "triton_naive",
     "triton_flash": "triton_naive",

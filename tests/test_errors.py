@@ -20,6 +20,10 @@ def test_names():
         "reference",
         "torch_naive",
         "sdpa",
+        "sdpa_math",
+        "sdpa_flash",
+        "sdpa_efficient",
+        "sdpa_cudnn",
         "triton_naive",
         "triton_tile_softmax",
         "triton_flash",
@@ -90,7 +94,9 @@ def test_sdpa_backend_missing_on_device():
     out = kernels.attention(q, k, v, impl="sdpa", causal=True, backend="math")
     assert out.shape == q.shape
     if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="backend='cudnn' is not available"):
+        with pytest.raises(
+            ValueError, match=r"cudnn backend \(backend='cudnn'\) is not available for float32 on cpu"
+        ):
             kernels.attention(q, k, v, impl="sdpa", causal=True, backend="cudnn")
 
 

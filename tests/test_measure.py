@@ -48,6 +48,38 @@ def test_impossible_point_is_skipped_quickly(impl):
     validate_record(record)
 
 
+def test_every_sdpa_backend_is_measured_or_skipped_naming_it():
+    """Each forced backend either runs (error within the float64 bound, sdpa_math storing S
+    and P like torch_naive) or, where the device lacks it, is skipped with PyTorch's reason;
+    validation calls a missing backend unavailable, which is not a failed validation."""
+    import torch
+
+    from kernels.impl.sdpa import BACKENDS, unavailable
+    from kernels.measure.validate import validate
+
+    point = dict(batch=1, heads=2, tokens=96, head_dim=32, dtype="float32", causal=True)
+    for backend in BACKENDS:
+        record = measure(Point(f"sdpa_{backend}", **point), "cpu")
+        validate_record(record)
+        missing = unavailable(backend, torch.float32, "cpu", 32, True)
+        if missing:
+            assert (
+                record["status"] == "skipped" and record["reason"] == f"unsupported on this device: {missing}"
+            )
+            assert f"PyTorch's {backend} backend (backend='{backend}') is not available" in missing
+        else:
+            assert record["status"] == "ok" and record["max_abs_error"] < 1e-5
+    math = measure(Point("sdpa_math", **point), "cpu")
+    assert (
+        math["bytes_S"] == 2 * 96 * 96 * 4 and math["peak_alloc_bytes"] >= math["bytes_S"] + math["bytes_P"]
+    )
+    if not torch.cuda.is_available():  # a CPU has math and flash, not efficient or cudnn
+        assert unavailable("math", torch.float16, "cpu", 64, False) is None
+        assert unavailable("flash", torch.float16, "cpu", 64, False) is None
+        results = validate(impls=("sdpa_efficient",), dtypes=("float32",), causals=(True,))
+        assert {r.verdict for r in results} == {"unavailable"} and all(r.as_expected for r in results)
+
+
 def test_interpreter_limit_and_missing_gpu():
     record = measure(
         Point("triton_flash", 1, 1, 600, 64, "float16", False), "cpu", interpreter_limit=500 * 500

@@ -48,6 +48,8 @@ def test_schema_lists_are_the_allowed_values_of_the_package():
     assert prop("sweep.blocks")["items"]["items"]["enum"] == list(spec.BLOCK_SIZES)
     assert prop("sweep.blocks")["default"] == [[spec.DEFAULT_BLOCK, spec.DEFAULT_BLOCK]]
     assert prop("sweep.inputs")["items"]["enum"] == list(spec.INPUTS)
+    records = json.loads((ROOT / "kernels" / "io" / "metrics.schema.json").read_text())
+    assert records["properties"]["impl"]["enum"] == list(spec.IMPLEMENTATIONS)
     assert prop("sweep.inputs")["default"] == [spec.DEFAULT_INPUTS]
     assert prop("sweep.tokens")["items"]["maximum"] == spec.MAX_TOKENS
     assert prop("sweep.heads")["items"]["maximum"] == spec.MAX_GRID_YZ

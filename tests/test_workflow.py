@@ -89,7 +89,7 @@ def is_timed(job: dict) -> bool:
 def test_no_job_runs_beside_a_timed_one(study):
     jobs = job_intervals(study)
     timed = [j for j in jobs if is_timed(j)]
-    assert len(timed) == 1 + 8 + 2 + 1  # ceilings, ci's torch points (float16, float32, large)
+    assert len(timed) == 1 + 8 + 4 + 1  # ceilings, ci's torch points (float16, float32, large)
     for job in timed:
         for other in jobs:
             if other is not job:
@@ -127,10 +127,28 @@ def test_ci_study_flags_the_overflow_in_records_and_reports(study):
 
 def test_validation_verdicts_are_recorded(study):
     files = sorted((study / "results" / "validate").glob("*.json"))
-    assert len(files) == 7  # 5 implementations in float16, the torch paths in float32
+    assert len(files) == 9  # 5 implementations in float16, 4 torch paths in float32
     tile_file = study / "results" / "validate" / "triton_tile_softmax_float16_bm16-bn32.json"
     tile = json.loads(tile_file.read_text())
     assert {r["verdict"] for r in tile} == {"pass", "fail"} and all(r["as_expected"] for r in tile)
+
+
+def test_a_backend_the_device_lacks_is_a_skipped_record_naming_it(study):
+    """The ci sweep forces SDPA's flash backend (a CPU has one) and its efficient one (a CPU
+    has none): the first is measured, the second skipped with PyTorch's reason; validation
+    calls it unavailable, not failed."""
+    table = pd.read_csv(study / "results" / "metrics.csv").set_index("impl")
+    assert table.loc["sdpa_flash", "status"] == "ok" and table.loc["sdpa_flash", "time_ms"] > 0
+    efficient = table.loc["sdpa_efficient"]
+    assert efficient["status"] == "skipped"
+    assert efficient["reason"].startswith(
+        "unsupported on this device: PyTorch's efficient backend (backend='efficient') is not "
+        "available for float32 on cpu"
+    )
+    verdicts = json.loads((study / "results" / "validate" / "sdpa_efficient_float32_na.json").read_text())
+    assert {r["verdict"] for r in verdicts} == {"unavailable"}
+    index = (study / "results" / "index.html").read_text()
+    assert "unavailable here" in index and "1 point(s) skipped: unsupported on this device" in index
 
 
 def test_rerun_does_nothing(study):

@@ -7,13 +7,14 @@ import torch
 from kernels.impl.checks import check_block, check_out, check_qkv
 from kernels.impl.reference import reference, torch_naive
 from kernels.impl.sdpa import sdpa
-from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
+from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, SDPA_IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
 # options each implementation accepts beyond the common arguments
 OPTIONS: dict[str, frozenset[str]] = {
     "reference": frozenset(),
     "torch_naive": frozenset(),
     "sdpa": frozenset({"backend"}),
+    **{name: frozenset() for name in SDPA_IMPLEMENTATIONS if name != "sdpa"},  # backend by name
     "triton_naive": frozenset({"sp_dtype", "return_intermediates", "max_row_block"}),
     "triton_tile_softmax": frozenset(),
     "triton_flash": frozenset(),
@@ -69,7 +70,8 @@ def attention(
     elif impl == "torch_naive":
         result = torch_naive(q, k, v, causal)
     else:
-        result = sdpa(q, k, v, causal, **options)
+        forced = SDPA_IMPLEMENTATIONS[impl]
+        result = sdpa(q, k, v, causal, **({"backend": forced} if forced else options))
     if out is None:
         return result
     return out.copy_(result)

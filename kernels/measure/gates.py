@@ -1,12 +1,13 @@
 """Every reason a sweep point is recorded as skipped instead of measured, decided here and
 nowhere else: a kernel it launches cannot build for a required target, its implementation
-failed validation, the device is absent, it would not fit in memory, it is predicted to take
-longer than the time budget, or it is too large for the interpreter."""
+failed validation, the device is absent or lacks the SDPA backend the point forces, it would
+not fit in memory, it is predicted to take longer than the time budget, or it is too large
+for the interpreter."""
 
 from __future__ import annotations
 
 from kernels.measure.memory import available_bytes
-from kernels.spec import CALL_BUDGET_SECONDS
+from kernels.spec import CALL_BUDGET_SECONDS, SDPA_IMPLEMENTATIONS
 from kernels.study import cost
 from kernels.study.launch import build_failure
 from kernels.study.point import Point
@@ -37,6 +38,19 @@ def device_absent(device: str) -> str | None:
     if device == "cuda" and not torch.cuda.is_available():
         return "unsupported on this device: cuda requested but torch.cuda.is_available() is False"
     return None
+
+
+def backend_unavailable(point: Point, device: str) -> str | None:
+    """A forced SDPA backend this device does not have for the point's dtype and head dim."""
+    backend = SDPA_IMPLEMENTATIONS.get(point.impl)
+    if backend is None:
+        return None
+    import torch
+
+    from kernels.impl.sdpa import unavailable
+
+    why = unavailable(backend, getattr(torch, point.dtype), device, point.head_dim, point.causal)
+    return f"unsupported on this device: {why}" if why else None
 
 
 def memory_short(point: Point, device: str) -> str | None:
@@ -97,6 +111,7 @@ def skip_reason(
         build_failure(point.name, builds, required_targets)
         or validation_failure(validation)
         or device_absent(device)
+        or backend_unavailable(point, device)
         or memory_short(point, device)
         or too_slow(point, ceilings, budget_seconds)
         or interpreter_too_small(point, device, interpreter_limit)

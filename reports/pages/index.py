@@ -31,6 +31,14 @@ def _table(frame: pd.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _verdict(results: list[dict], unexpected: list[dict]) -> str:
+    if not results or unexpected:
+        return "FAILED"
+    if all(r["verdict"] == "unavailable" for r in results):
+        return "unavailable here"
+    return "passed"
+
+
 def validation_summary(paths) -> pd.DataFrame:
     rows = []
     for path in paths:
@@ -44,7 +52,7 @@ def validation_summary(paths) -> pd.DataFrame:
                 "blocks": f"{first.get('block_m')}×{first.get('block_n')}" if first.get("block_m") else "-",
                 "checks": len(results),
                 "unexpected": len(unexpected),
-                "verdict": "passed" if results and not unexpected else "FAILED",
+                "verdict": _verdict(results, unexpected),
             }
         )
     return pd.DataFrame(rows, columns=["impl", "dtype", "blocks", "checks", "unexpected", "verdict"])
@@ -343,7 +351,7 @@ def render(
     tables: list[str] | None = None,
 ) -> str:
     warnings = []
-    failed = validation[validation["verdict"] != "passed"]
+    failed = validation[validation["verdict"] == "FAILED"]
     if not failed.empty:
         warnings.append(
             f"{len(failed)} validation(s) failed: "
