@@ -230,12 +230,18 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
         help="GPU targets, or 'local' for this machine's GPU",
     )
     cmd.add_argument(
+        "--candidates",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also compile the fused kernel's launch candidates (num_warps, num_stages)",
+    )
+    cmd.add_argument(
         "--out", required=True, type=output_file, help="JSON with one record per variant and target"
     )
     cmd.add_argument(
         "--artifacts",
         required=True,
-        help="folder for PTX, cubin, SASS and resource dumps (one sub-folder per target)",
+        help="folder for TTIR, PTX, cubin, SASS and resource dumps (one sub-folder per target)",
     )
 
 
@@ -406,7 +412,9 @@ def run_build(args: argparse.Namespace) -> int:
             parse_target(name)
     except ValueError as err:
         raise SystemExit(str(err)) from None
-    result = build.build(points, targets, Path(args.artifacts), progress=print_build_record)
+    result = build.build(
+        points, targets, Path(args.artifacts), progress=print_build_record, candidates=args.candidates
+    )
     write_text_atomic(args.out, json.dumps(result, indent=1))
     failed = sum(r["status"] != "ok" for r in result["variants"])
     print(f"{len(result['variants'])} builds ({len(targets)} targets), {failed} failed -> {args.out}")

@@ -39,6 +39,17 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 HEAD_DIMS: tuple[int, ...] = (16, 32, 64, 128, 256)
 BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256)
 DEFAULT_BLOCK = 64
+# The fused kernel's launch options tried per head dim, (num_warps, num_stages) pairs from the
+# space Triton's fused-attention tutorial autotunes over (fewer stages where d = 256 needs the
+# shared memory). The build stage compiles each for every target; on a GPU a point is timed
+# with each one that builds without spilling, and its record keeps the fastest.
+FUSED_LAUNCH_CANDIDATES: dict[int, tuple[tuple[int, int], ...]] = {
+    16: ((4, 2), (4, 3), (4, 4)),
+    32: ((4, 2), (4, 3), (4, 4)),
+    64: ((4, 2), (4, 3), (4, 4), (8, 3)),
+    128: ((4, 2), (4, 3), (8, 2), (8, 3)),
+    256: ((4, 1), (8, 1), (8, 2)),
+}
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 GPU_TARGETS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90")  # with per-SM limits known
 DEFAULT_TARGETS: tuple[str, ...] = ("sm_80", "sm_90")

@@ -19,7 +19,7 @@ from kernels.study.point import Point
 TRITON = Path(importlib.util.find_spec("triton").origin).parent
 CUOBJDUMP = TRITON / "backends" / "nvidia" / "bin" / "cuobjdump"
 SMALL = "triton_naive/float16/B1-H2-T100-d16-causal-bm16-bn16-normal"
-FUSED = "triton_flash/float16/B1-H2-T128-d64-full-bm64-bn64-normal"
+FUSED = "triton_flash/float16/B1-H2-T128-d64-causal-bm64-bn64-normal"
 TOO_BIG = "triton_flash/float16/B1-H1-T64-d256-full-bm128-bn64-normal"  # 208 KiB of shared memory
 
 
@@ -29,7 +29,7 @@ def kernels_cli(*args, timeout=300):
     )
 
 
-def build(tmp: Path, *points: str) -> dict:
+def build(tmp: Path, *points: str, candidates: bool = True) -> dict:
     out = tmp / "build.json"
     done = kernels_cli(
         "build",
@@ -38,6 +38,7 @@ def build(tmp: Path, *points: str) -> dict:
         "sm_90",
         "--point",
         *points,
+        "--candidates" if candidates else "--no-candidates",
         "--out",
         str(out),
         "--artifacts",
@@ -56,7 +57,13 @@ def built(tmp_path_factory):
 
 
 def by_kernel(result, kernel, target):
-    return [r for r in result["variants"] if r["kernel"] == kernel and r["target"] == target]
+    """The variants of ``kernel`` the points launch as they run (not the launch candidates)."""
+    launched = {v for ids in result["points"].values() for v in ids}
+    return [
+        r
+        for r in result["variants"]
+        if r["kernel"] == kernel and r["target"] == target and r["variant"] in launched
+    ]
 
 
 def test_small_kernels_build_for_both_targets_in_seconds(built):
@@ -124,8 +131,40 @@ def test_fused_kernel_uses_each_targets_tensor_cores(built):
     assert not softmax["instructions"].get("HMMA") and not softmax["instructions"].get("HGMMA")
 
 
+def test_every_launch_candidate_of_the_fused_kernel_is_built_for_every_target(built):
+    """The fused point's candidates (num_warps, num_stages) of its head dim, each compiled
+    for both targets; the launch it makes by default is one of them (one variant, not two)."""
+    from kernels.spec import FUSED_LAUNCH_CANDIDATES
+
+    result, _ = built
+    ids = result["candidates"][FUSED]
+    assert set(result["points"][FUSED]) <= set(ids)
+    assert SMALL not in result["candidates"]  # only the fused kernel has candidates
+    for target in ("sm_80", "sm_90"):
+        tried = [r for r in result["variants"] if r["variant"] in ids and r["target"] == target]
+        assert sorted((r["num_warps"], r["num_stages"]) for r in tried) == sorted(FUSED_LAUNCH_CANDIDATES[64])
+        stages = {r["num_stages"]: r["shared_bytes"] for r in tried if r["num_warps"] == 4}
+        assert stages[2] < stages[3] < stages[4]  # each stage more keeps one more K and V tile
+
+
+def test_fused_kernel_masks_only_the_tiles_that_need_it(built):
+    """In the compiled kernel (its Triton IR, kept by the build), K and V are loaded twice:
+    unmasked for the tiles every row sees whole, masked for the causal diagonal and the
+    tail past T; Q once, masked (its last block may pass T)."""
+    import re
+
+    result, _ = built
+    for target in ("sm_80", "sm_90"):
+        for fused in by_kernel(result, "attention_fwd_kernel", target):
+            ttir = Path(fused["artifacts"]["ttir"]).read_text()
+            loads = re.findall(r"= tt\.load ([^:]+):", ttir)
+            masked = [load for load in loads if "," in load]
+            assert len(loads) == 5 and len(masked) == 3, loads
+
+
 def test_a_block_too_large_is_recorded_and_its_point_skipped(tmp_path):
-    result = build(tmp_path, TOO_BIG)
+    result = build(tmp_path, TOO_BIG, candidates=False)
+    assert result["candidates"] == {}
     for record in result["variants"]:
         assert record["status"] == "failed"
         assert "shared memory" in record["reason"]

@@ -28,8 +28,10 @@ def test_table_has_exactly_the_points_asked_for(study):
     table = pd.read_csv(study / "results" / "metrics.csv")
     grids = yaml.safe_load(Path(CI).read_text())["sweep"]
     assert len(table) == sum(len(g["impls"]) * len(g["tokens"]) * len(g["causal"]) for g in grids)
-    assert set(table["impl"]) == set(grids[0]["impls"]) and set(table["tokens"]) == set(grids[0]["tokens"])
-    normal = table[table["inputs"] == "normal"]
+    assert set(table["impl"]) == {impl for g in grids for impl in g["impls"]}
+    assert set(table["tokens"]) == {t for g in grids for t in g["tokens"]}
+    # every point with normal inputs ran, but the SDPA backend a CPU lacks (tested below)
+    normal = table[(table["inputs"] == "normal") & (table["impl"] != "sdpa_efficient")]
     assert (normal["status"] == "ok").all(), normal[["impl", "status", "reason"]]
     for row in normal.itertuples():
         point = Point(

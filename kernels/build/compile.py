@@ -3,7 +3,7 @@ need not be present, and describe what ptxas made of it.
 
 Triton compiles for any ``GPUTarget`` without a GPU. We specialize each launch exactly as
 Triton's JIT would on that target (its own binder and argument packing), compile it, keep
-the PTX, cubin and SASS, and read registers, spills, shared memory and the instruction mix
+the Triton IR, PTX, cubin and SASS, and read registers, spills, shared memory and the instruction mix
 with the ``ptxas`` log and the ``cuobjdump`` Triton ships. On a GPU, building for the local
 target writes Triton's on-disk cache with the same keys the JIT looks up, so timed runs
 find their kernels compiled.
@@ -24,12 +24,12 @@ from pathlib import Path
 
 from kernels import _compat
 from kernels.build import sass, targets
-from kernels.build.variants import point_launches
+from kernels.build.variants import candidate_launches, point_launches
 from kernels.impl import mode
 from kernels.impl.triton.launch import Launch
 from kernels.study.point import Point
 
-ARTIFACTS = ("ptx", "cubin", "sass", "resources")
+ARTIFACTS = ("ttir", "ptx", "cubin", "sass", "resources")
 
 
 def require_compiled_mode() -> None:
@@ -45,8 +45,10 @@ def specialize(launch: Launch, target):
     return _compat.specialize(launch.kernel, launch.args, launch.options, target)
 
 
-def describe(launch: Launch, src) -> dict:
-    """The variant in words: kernel, argument types, constants and launch options."""
+def describe(launch: Launch, src, options) -> dict:
+    """The variant in words: kernel, argument types, constants and launch options (as the
+    backend resolves them: a launch that leaves num_stages to the default and one that asks
+    for the default's value are one variant)."""
     names = [p.name for p in launch.kernel.params]
     constants = {names[path[0]]: value for path, value in src.constants.items()}
     types = sorted({t for t in src.signature.values() if t != "constexpr"})
@@ -56,8 +58,8 @@ def describe(launch: Launch, src) -> dict:
         "constants": constants,
         "argument_types": types,
         "aligned_16": aligned,
-        "num_warps": launch.options.get("num_warps", 4),
-        "num_stages": launch.options.get("num_stages"),
+        "num_warps": options.num_warps,
+        "num_stages": options.num_stages,
     }
 
 
@@ -89,12 +91,8 @@ def compile_variant(launch: Launch, target_name: str, artifacts: Path) -> dict:
     require_compiled_mode()
     target = gpu_target(target_name)
     src, options = specialize(launch, target)
-    record = describe(launch, src)
-    record |= {
-        "variant": variant_id(record),
-        "target": target_name,
-        "num_stages": options.num_stages,
-    }  # the backend's default when not given
+    record = describe(launch, src, options)
+    record |= {"variant": variant_id(record), "target": target_name}
     log = io.StringIO()
     started = time.perf_counter()
     try:
@@ -124,6 +122,7 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
 
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = {kind: stem.with_suffix(f".{kind}") for kind in ARTIFACTS}
+    paths["ttir"].write_text(compiled.asm["ttir"])
     paths["ptx"].write_text(compiled.asm["ptx"])
     paths["cubin"].write_bytes(compiled.asm["cubin"])
     tool = knobs.nvidia.cuobjdump
@@ -156,23 +155,28 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
     }
 
 
-def build(points: list[Point], target_names: list[str], artifacts: Path, progress=None) -> dict:
-    """Every distinct launch of ``points`` compiled for every target. Returns
-    {"targets", "triton", "points": {point name: [variant ids]}, "variants": [records]}."""
+def build(
+    points: list[Point], target_names: list[str], artifacts: Path, progress=None, candidates: bool = True
+) -> dict:
+    """Every distinct launch of ``points``, and every launch candidate of the fused kernel,
+    compiled for every target. Returns {"targets", "triton", "points": {point name: [variant
+    ids it launches]}, "candidates": {point name: [candidate variant ids]}, "variants": [records]}."""
     import triton
 
     require_compiled_mode()
     launches: dict[str, Launch] = {}
-    needs: dict[str, list[str]] = {}
     naming_target = gpu_target(target_names[0] if target_names else "sm_90")  # ids: any target
-    for point in points:
+
+    def ids_of(found: list[Launch]) -> list[str]:
         ids = []
-        for launch in point_launches(point):
-            src, _ = specialize(launch, naming_target)
-            vid = variant_id(describe(launch, src))
+        for launch in found:
+            vid = variant_id(describe(launch, *specialize(launch, naming_target)))
             launches.setdefault(vid, launch)
             ids.append(vid)
-        needs[point.name] = ids
+        return ids
+
+    needs = {point.name: ids_of(point_launches(point)) for point in points}
+    tried = {point.name: ids for point in points if candidates and (ids := ids_of(candidate_launches(point)))}
     records = []
     for name in target_names:
         for launch in launches.values():
@@ -180,4 +184,10 @@ def build(points: list[Point], target_names: list[str], artifacts: Path, progres
             records.append(record)
             if progress:
                 progress(record)
-    return {"targets": list(target_names), "triton": triton.__version__, "points": needs, "variants": records}
+    return {
+        "targets": list(target_names),
+        "triton": triton.__version__,
+        "points": needs,
+        "candidates": tried,
+        "variants": records,
+    }

@@ -57,15 +57,20 @@ COLUMNS = [
     "occupancy",
     "tensor_core",
     "points",
+    "candidate_for",
     "cubin",
 ]
 
 
 def rows(result: dict) -> list[dict]:
-    users = {}
+    users: dict[str, list[str]] = {}
     for point, variants in result["points"].items():
         for variant in variants:
             users.setdefault(variant, []).append(point)
+    tried: dict[str, list[str]] = {}  # the points a variant is a launch candidate of
+    for point, variants in result.get("candidates", {}).items():
+        for variant in variants:
+            tried.setdefault(variant, []).append(point)
     out = []
     for record in result["variants"]:
         row = {key: record.get(key) for key in COLUMNS}
@@ -75,6 +80,7 @@ def rows(result: dict) -> list[dict]:
         row["dtype"] = pointers[0].lstrip("*") if pointers else None
         row["tokens_aligned"] = "T" in record["aligned_16"]  # Triton specializes T % 16 == 0
         row["points"] = len(users.get(record["variant"], []))
+        row["candidate_for"] = len(tried.get(record["variant"], []))
         row["cubin"] = record.get("artifacts", {}).get("cubin")
         mix = record.get("instructions") or {}
         for key, count in mix.items():
@@ -102,7 +108,8 @@ def build_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     frame[counts] = frame[counts].fillna(0).astype(int).astype(object)
     frame.loc[failed_early, counts] = None
     if records:  # a variant built by several jobs: one row, counting all its points
-        frame["points"] = frame.groupby(["target", "variant"])["points"].transform("sum")
+        for counted in ("points", "candidate_for"):
+            frame[counted] = frame.groupby(["target", "variant"])[counted].transform("sum")
     frame = frame.drop_duplicates(subset=["target", "variant"])
     return frame.sort_values(["target", "kernel", "variant"]).reset_index(drop=True)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from kernels.impl.triton.launch import Launch
+from kernels.spec import FUSED_LAUNCH_CANDIDATES
 from kernels.study.point import Point
 
 
@@ -34,3 +35,20 @@ def point_launches(point: Point) -> list[Launch]:
         return naive.naive_launches(q, k, v, s, p, o, point.causal, bm, bn, point.max_row_block)
     carry = point.impl == "triton_flash"
     return [flash.attention_fwd_launch(q, k, v, o, point.causal, bm, bn, carry)]
+
+
+def candidate_launches(point: Point) -> list[Launch]:
+    """The fused kernel's launch with each candidate (num_warps, num_stages) of its head dim
+    ([] for every other implementation)."""
+    if point.impl != "triton_flash":
+        return []
+    from kernels.impl.triton import flash
+
+    q, k, v = meta_qkv(point)
+    o = torch.empty_like(q)
+    return [
+        flash.attention_fwd_launch(
+            q, k, v, o, point.causal, point.block_m, point.block_n, True, warps, stages
+        )
+        for warps, stages in FUSED_LAUNCH_CANDIDATES[point.head_dim]
+    ]

@@ -269,6 +269,54 @@ def memory_instructions(builds: pd.DataFrame) -> pd.DataFrame:
     return natural_order(table, ["target", "kernel", "variant"])
 
 
+def launched(builds: pd.DataFrame) -> pd.DataFrame:
+    """The variants sweep points launch as they run here (not those built only as a launch
+    candidate of the fused kernel)."""
+    if "candidate_for" not in builds:
+        return builds
+    return builds[builds["points"] > 0]
+
+
+def candidate_table(builds: pd.DataFrame) -> pd.DataFrame:
+    """Every launch candidate of the fused kernel (kernels.spec.FUSED_LAUNCH_CANDIDATES) on
+    every target: what it costs in registers, spills, shared memory and blocks per SM, and
+    whether a GPU run would time it (built, and no spill)."""
+    if "candidate_for" not in builds:
+        return pd.DataFrame()
+    tried = builds[builds["candidate_for"].fillna(0) > 0]
+    if tried.empty:
+        return pd.DataFrame()
+    spilled = tried["spill_store_bytes"].fillna(0).astype(float) > 0
+    table = pd.DataFrame(
+        {
+            "target": tried["target"],
+            "variant": tried.apply(shape_label, axis=1),
+            "warps": tried["num_warps"],
+            "stages": tried["num_stages"],
+            "registers": tried["registers"],
+            "spilled B": tried["spill_store_bytes"],
+            "shared KiB": tried["shared_bytes"] / KIB,
+            "blocks/SM": tried["blocks_per_sm"],
+            "timed on a GPU": (tried["status"] == "ok") & ~spilled,
+            "why not": tried["reason"].where(
+                tried["status"] != "ok", spilled.map({True: "spills", False: ""})
+            ),
+        }
+    )
+    return natural_order(table, ["target", "variant", "warps", "stages"])
+
+
+def candidate_summary(table: pd.DataFrame) -> str:
+    if table.empty:
+        return "No fused-kernel point in this run, so no launch candidate was built."
+    lines = [
+        f"- **{target}**: {int(group['timed on a GPU'].sum())} of {len(group)} candidates build "
+        "without spilling"
+        for target, group in table.groupby("target")
+    ]
+    return "\n".join(lines)
+
+
 def summary(builds: pd.DataFrame) -> str:
     if builds.empty:
         return "This run built no Triton kernel (no Triton implementation or no target)."

@@ -1,7 +1,8 @@
 rule build:
     """The Triton kernel variants of one implementation, dtype, block shape, T and d,
     compiled for every build target (no GPU needed): resources, occupancy and SASS
-    instruction mix per variant, with PTX, cubin and SASS kept beside the record."""
+    instruction mix per variant (and per launch candidate of the fused kernel), with TTIR,
+    PTX, cubin and SASS kept beside the record."""
     output:
         json=f"{RESULTS}/build/{attnio_point.BUILD_PATTERN}.json",
         artifacts=directory(f"{RESULTS}/build/{attnio_point.BUILD_PATTERN}"),
@@ -14,9 +15,10 @@ rule build:
     params:
         points=lambda wc: BUILD_JOBS[attnio_point.BUILD_PATTERN.format(**wc)],
         targets=BUILD_TARGETS,
+        candidates="--candidates" if config["build"]["candidates"] else "--no-candidates",
     shell:
         "python -m kernels build --target {params.targets:q} --point {params.points:q} "
-        "--artifacts {output.artifacts:q} --out {output.json:q} > {log:q} 2>&1"
+        "{params.candidates} --artifacts {output.artifacts:q} --out {output.json:q} > {log:q} 2>&1"
 
 
 rule build_table:

@@ -4,8 +4,14 @@ Each program owns BLOCK_M query rows and streams BLOCK_N-wide key tiles. With
 ``CARRY_STATS`` it keeps each row's running maximum and exponential sum and rescales what it
 has accumulated when the maximum grows (online softmax): the result is exact attention.
 Without it, each key tile is normalized on its own and used at once: the tile-local
-softmax the seed warns about (see ``kernels.triton_tile_softmax``). Both skip the key tiles
-a causal query block cannot see.
+softmax the seed warns about (see ``kernels.triton_tile_softmax``).
+
+The key tiles run in two passes of one inner loop (``attend_tiles``), as in Triton's fused
+attention tutorial: first the tiles every row of the block sees whole, with no mask at all,
+then the few that need one — those the causal diagonal crosses and the last, partial tile
+of a T that is not a multiple of BLOCK_N. Tiles a causal block cannot see are never visited.
+``num_warps`` and ``num_stages`` (software pipelining of the loop's loads) are launch
+options; the build stage compiles every candidate of ``kernels.spec.FUSED_LAUNCH_CANDIDATES``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,68 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
+
+
+@triton.jit
+def attend_tiles(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_base,
+    v_base,
+    s_kt,
+    s_kd,
+    s_vt,
+    s_vd,
+    offs_m,
+    offs_d,
+    lo,
+    hi,
+    T,
+    qk_scale_log2,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    CARRY_STATS: tl.constexpr,
+    DOT_F32: tl.constexpr,
+):
+    """Key tiles [lo, hi) into the running state; masks only when ``MASKED``."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k_ptrs = k_base + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
+        v_ptrs = v_base + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd
+        if MASKED:  # noqa: SIM108 (a statement per branch: the unmasked load has no mask at all)
+            k = tl.load(k_ptrs, mask=offs_n[:, None] < T, other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+        # scores in log2 units: exp2(x·log2 e) = exp(x), with 1/√d folded into the factor
+        s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32)
+        s = s * qk_scale_log2
+        if MASKED:
+            visible = offs_n[None, :] < T
+            if CAUSAL:
+                visible = visible & (offs_n[None, :] <= offs_m[:, None])
+            s = tl.where(visible, s, float("-inf"))
+            v = tl.load(v_ptrs, mask=offs_n[:, None] < T, other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+        if CARRY_STATS:
+            m_new = tl.maximum(m_i, tl.max(s, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            acc = mma(cast(p, v.dtype), v, acc * alpha[:, None], DOT_F32)
+            m_i = m_new
+        else:
+            m_tile = tl.max(s, axis=1)
+            m_tile = tl.where(m_tile == float("-inf"), 0.0, m_tile)  # row fully masked here
+            p = tl.exp2(s - m_tile[:, None])
+            l_tile = tl.sum(p, axis=1)
+            p = p / tl.where(l_tile == 0.0, 1.0, l_tile)[:, None]
+            acc = mma(cast(p, v.dtype), v, acc, DOT_F32)
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -61,7 +129,8 @@ def attention_fwd_kernel(
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    first_row = pid_m * BLOCK_M
+    offs_m = first_row + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     q = tl.load(
         Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd,
@@ -73,46 +142,81 @@ def attention_fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    # whole tiles: inside T and, causal, left of the diagonal for every row of the block
     hi = T
+    whole = (T // BLOCK_N) * BLOCK_N
     if CAUSAL:
-        hi = tl.minimum(T, (pid_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = tl.load(
-            k_base + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd, mask=offs_n[:, None] < T, other=0.0
-        )
-        # scores in log2 units: exp2(x·log2 e) = exp(x), with 1/√d folded into the factor
-        s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32)
-        s = s * qk_scale_log2
-        visible = offs_n[None, :] < T
-        if CAUSAL:
-            visible = visible & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(visible, s, float("-inf"))
-        v = tl.load(
-            v_base + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd, mask=offs_n[:, None] < T, other=0.0
-        )
-        if CARRY_STATS:
-            m_new = tl.maximum(m_i, tl.max(s, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            acc = mma(cast(p, V.dtype.element_ty), v, acc * alpha[:, None], DOT_F32)
-            m_i = m_new
-        else:
-            m_tile = tl.max(s, axis=1)
-            m_tile = tl.where(m_tile == float("-inf"), 0.0, m_tile)  # row fully masked here
-            p = tl.exp2(s - m_tile[:, None])
-            l_tile = tl.sum(p, axis=1)
-            p = p / tl.where(l_tile == 0.0, 1.0, l_tile)[:, None]
-            acc = mma(cast(p, V.dtype.element_ty), v, acc, DOT_F32)
+        hi = tl.minimum(T, first_row + BLOCK_M)
+        whole = tl.minimum(whole, ((first_row + 1) // BLOCK_N) * BLOCK_N)
+    acc, l_i, m_i = attend_tiles(
+        acc,
+        l_i,
+        m_i,
+        q,
+        k_base,
+        v_base,
+        s_kt,
+        s_kd,
+        s_vt,
+        s_vd,
+        offs_m,
+        offs_d,
+        0,
+        whole,
+        T,
+        qk_scale_log2,
+        BLOCK_M,
+        BLOCK_N,
+        False,
+        CAUSAL,
+        CARRY_STATS,
+        DOT_F32,
+    )
+    acc, l_i, m_i = attend_tiles(
+        acc,
+        l_i,
+        m_i,
+        q,
+        k_base,
+        v_base,
+        s_kt,
+        s_kd,
+        s_vt,
+        s_vd,
+        offs_m,
+        offs_d,
+        whole,
+        hi,
+        T,
+        qk_scale_log2,
+        BLOCK_M,
+        BLOCK_N,
+        True,
+        CAUSAL,
+        CARRY_STATS,
+        DOT_F32,
+    )
     if CARRY_STATS:
         acc = acc / l_i[:, None]
     o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
     tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
 
 
-def attention_fwd_launch(q, k, v, o, causal: bool, block_m: int, block_n: int, carry_stats: bool) -> Launch:
+def attention_fwd_launch(
+    q,
+    k,
+    v,
+    o,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    carry_stats: bool,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+) -> Launch:
+    """The launch; ``num_warps`` defaults by tile size, ``num_stages`` to Triton's own."""
     B, H, T, d = q.shape
+    stages = {} if num_stages is None else {"num_stages": num_stages}
     return Launch(
         attention_fwd_kernel,
         (triton.cdiv(T, block_m), B * H),
@@ -124,7 +228,8 @@ def attention_fwd_launch(q, k, v, o, causal: bool, block_m: int, block_n: int, c
             CAUSAL=causal,
             CARRY_STATS=carry_stats,
             DOT_F32=dot_in_float32(q.dtype),
-            num_warps=warps_for(block_m, block_n),
+            num_warps=num_warps or warps_for(block_m, block_n),
+            **stages,
         ),
     )
 
@@ -138,9 +243,11 @@ def triton_flash(
     block_n: int,
     *,
     out: torch.Tensor | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
 ) -> torch.Tensor:
     """Exact attention, fused: no S or P in global memory."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=True).run()
+    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages).run()
     return o
