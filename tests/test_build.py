@@ -147,6 +147,26 @@ def test_every_launch_candidate_of_the_fused_kernel_is_built_for_every_target(bu
         assert stages[2] < stages[3] < stages[4]  # each stage more keeps one more K and V tile
 
 
+def test_a_gpu_run_times_the_candidates_that_build_without_spilling(built):
+    import copy
+
+    from kernels.spec import FUSED_LAUNCH_CANDIDATES
+    from kernels.study.launch import launch_candidates
+
+    result, _ = built
+    assert launch_candidates(FUSED, [result], "sm_90") == list(FUSED_LAUNCH_CANDIDATES[64])
+    assert launch_candidates(SMALL, [result], "sm_90") == []
+    damaged = copy.deepcopy(result)
+    first, second = damaged["candidates"][FUSED][:2]
+    for record in damaged["variants"]:
+        if record["target"] == "sm_90" and record["variant"] == first:
+            record["status"] = "failed"
+        if record["target"] == "sm_90" and record["variant"] == second:
+            record["spill_store_bytes"] = 64
+    assert launch_candidates(FUSED, [damaged], "sm_90") == list(FUSED_LAUNCH_CANDIDATES[64][2:])
+    assert launch_candidates(FUSED, [damaged], "sm_80") == list(FUSED_LAUNCH_CANDIDATES[64])
+
+
 def test_fused_kernel_masks_only_the_tiles_that_need_it(built):
     """In the compiled kernel (its Triton IR, kept by the build), K and V are loaded twice:
     unmasked for the tiles every row sees whole, masked for the causal diagonal and the

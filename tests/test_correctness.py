@@ -81,3 +81,16 @@ def test_out_buffer_is_written_everywhere():
         result = kernels.attention(q, k, v, impl=impl, causal=True, out=out, **blocks)
         assert result.data_ptr() == out.data_ptr()
         assert not torch.isnan(out).any(), impl
+
+
+def test_fused_launch_options_reach_the_kernel():
+    """num_warps and num_stages are launch options of the fused kernel only; the interpreter
+    runs one program at a time, so the result is the same with any of them."""
+    q, k, v = make_qkv(1, 2, 70, 32, torch.float16, "cpu", 4)
+    default = kernels.attention(q, k, v, impl="triton_flash", causal=True, block_m=32, block_n=16)
+    tuned = kernels.attention(
+        q, k, v, impl="triton_flash", causal=True, block_m=32, block_n=16, num_warps=8, num_stages=2
+    )
+    assert torch.equal(default, tuned)
+    with pytest.raises(ValueError, match="option\\(s\\) num_warps not accepted by impl='triton_naive'"):
+        kernels.attention(q, k, v, impl="triton_naive", causal=True, num_warps=8)

@@ -17,7 +17,7 @@ OPTIONS: dict[str, frozenset[str]] = {
     **{name: frozenset() for name in SDPA_IMPLEMENTATIONS if name != "sdpa"},  # backend by name
     "triton_naive": frozenset({"sp_dtype", "return_intermediates", "max_row_block"}),
     "triton_tile_softmax": frozenset(),
-    "triton_flash": frozenset(),
+    "triton_flash": frozenset({"num_warps", "num_stages"}),
 }
 
 

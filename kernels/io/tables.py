@@ -58,12 +58,16 @@ def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
     return records
 
 
+# record fields holding lists: one JSON string per cell in the tables
+NESTED = ("ncu_kernels", "launch_candidates")
+
+
 def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, stages = [], []
     for record in records:
-        row = {k: v for k, v in record.items() if k not in ("stages", "versions", "ncu_kernels")}
+        row = {k: v for k, v in record.items() if k not in ("stages", "versions", *NESTED)}
         row |= {f"version_{k}": v for k, v in record["versions"].items()}
-        row["ncu_kernels"] = json.dumps(record["ncu_kernels"]) if record["ncu_kernels"] else None
+        row |= {k: json.dumps(record[k]) if record.get(k) else None for k in NESTED}
         rows.append(row)
         key = {k: record[k] for k in POINT_KEY}
         stages += [key | {"status": record["status"]} | stage for stage in record["stages"]]

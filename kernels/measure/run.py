@@ -25,15 +25,19 @@ from kernels.measure.memory import peak_allocated
 from kernels.measure.provenance import device_name, versions
 from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT, REFERENCE_CHUNK_BYTES
 from kernels.study import cost
+from kernels.study.launch import launch_candidates
 from kernels.study.point import Point
 
 
-def call_of(point: Point, q, k, v):
+def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
+    """One call of the point; ``launch``: the fused kernel's (num_warps, num_stages)."""
     from kernels.impl.registry import attention
 
     options = {}
     if point.triton:
         options = {"block_m": point.block_m, "block_n": point.block_n}
+    if launch:
+        options |= {"num_warps": launch[0], "num_stages": launch[1]}
     if point.impl == "triton_naive" and point.sp_dtype:
         options["sp_dtype"] = point.sp_dtype
     return lambda: attention(q, k, v, impl=point.impl, causal=point.causal, **options)
@@ -75,7 +79,31 @@ def overflow_reason(point: Point, bad: int, total: int, product: float) -> str:
     )
 
 
-def _run(point: Point, device: str, seed: int, threads: int, use_ncu: bool, ncu_args: list[str]) -> dict:
+def fastest_launch(point: Point, q, k, v, candidates: list[tuple[int, int]]) -> dict:
+    """Time the point with each launch candidate (after its own warm-up, which compiles it)
+    and keep the fastest, as Triton's autotuner would, but with every time recorded."""
+    from kernels.measure.timing import time_cuda
+
+    timed = []
+    for launch in candidates:
+        call = call_of(point, q, k, v, launch)
+        call()
+        timed.append({"num_warps": launch[0], "num_stages": launch[1], **time_cuda(call)})
+    best = min(timed, key=lambda t: t["time_ms"])
+    return best | {
+        "launch_candidates": [{k: t[k] for k in ("num_warps", "num_stages", "time_ms")} for t in timed]
+    }
+
+
+def _run(
+    point: Point,
+    device: str,
+    seed: int,
+    threads: int,
+    use_ncu: bool,
+    ncu_args: list[str],
+    candidates: list[tuple[int, int]],
+) -> dict:
     from kernels.impl.inputs import make_qkv
     from kernels.measure.timing import time_cpu, time_cuda
 
@@ -99,6 +127,9 @@ def _run(point: Point, device: str, seed: int, threads: int, use_ncu: bool, ncu_
             peak, out = peak_allocated(device, call)
         found["counted"] = counter.by_stage()
         found["time_reason"] = "not timed: Triton interpreter (correctness and counting only)"
+    elif device == "cuda" and candidates:
+        found |= fastest_launch(point, q, k, v, candidates)
+        peak, out = peak_allocated(device, call_of(point, q, k, v, (found["num_warps"], found["num_stages"])))
     else:
         if device == "cuda":
             call()  # compile and warm up before anything is measured
@@ -165,6 +196,9 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "time_p90_ms": None,
         "repeats": None,
         "time_reason": None,
+        "num_warps": None,  # the fused kernel's launch options when candidates were timed
+        "num_stages": None,
+        "launch_candidates": None,
         "max_abs_error": None,
         "nonfinite_outputs": None,
         "status": "ok",
@@ -218,14 +252,20 @@ def measure(
     )
     if reason:
         return record | {"status": "skipped", "reason": reason, "finished_at": now()}
-    return record | _measured(point, device, seed, use_ncu, ncu_args or []) | {"finished_at": now()}
+    candidates = []
+    if device == "cuda" and point.impl == "triton_flash" and required_targets:
+        candidates = launch_candidates(point.name, builds, required_targets[0])
+    found = _measured(point, device, seed, use_ncu, ncu_args or [], candidates)
+    return record | found | {"finished_at": now()}
 
 
-def _measured(point: Point, device: str, seed: int, use_ncu: bool, ncu_args: list[str]) -> dict:
+def _measured(
+    point: Point, device: str, seed: int, use_ncu: bool, ncu_args: list[str], candidates: list
+) -> dict:
     """What running the point adds to its record, or why it failed."""
     started = time.perf_counter()
     try:
-        found = _run(point, device, seed, torch.get_num_threads(), use_ncu, ncu_args)
+        found = _run(point, device, seed, torch.get_num_threads(), use_ncu, ncu_args, candidates)
     except (torch.OutOfMemoryError, MemoryError) as err:
         return {"status": "failed", "reason": f"out of memory: {str(err).splitlines()[0]}"}
     except Exception as err:  # any other failure is a record too

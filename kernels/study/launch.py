@@ -1,5 +1,6 @@
 """Whether a point's kernels built for a target, read from the build stage's results: the
-measure stage skips a point on it, and predictions leave a target out on it."""
+measure stage skips a point on it, and predictions leave a target out on it; and which of
+the fused kernel's launch candidates a GPU run times."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def build_failure(
                     f"{record['target']}: {record['reason']}"
                 )
     return None
+
+
+def launch_candidates(name: str, builds: list[dict] | None, target: str) -> list[tuple[int, int]]:
+    """The (num_warps, num_stages) launch candidates of point ``name`` that built for
+    ``target`` without spilling, in the order the build lists them."""
+    found = []
+    for result in builds or []:
+        built = {r["variant"]: r for r in result["variants"] if r["target"] == target}
+        for variant in result.get("candidates", {}).get(name, []):
+            record = built.get(variant)
+            if record and record["status"] == "ok" and not record.get("spill_store_bytes"):
+                found.append((record["num_warps"], record["num_stages"]))
+    return list(dict.fromkeys(found))
