@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[pipeline,test]'
 	touch $@
 
+# The suite on the CPU; tests marked gpu (tests/test_gpu.py) run on a GPU machine with
+# `pytest -m gpu` (scripts/gpu_study.sh does).
 test: lint
-	$(BIN)/python -m pytest -n 2 -q --durations=15
+	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu"
 
 # The whole study with the default config (config/config.yaml); results land in results/.
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.

@@ -49,7 +49,7 @@ CPU_SHAPES = (
     Shape(1, 1, 20, 256),
     Shape(1, 2, 40, 64, inputs="large"),
 )
-# Compiled kernels on a GPU: up to 8,192 tokens, d = 64 and 128 at length, the rest short.
+# Compiled kernels on a GPU: up to 16,384 tokens, d = 64 and 128 at length, the rest short.
 CUDA_SHAPES = (
     Shape(2, 3, 1, 64),
     Shape(2, 3, 257, 128),
@@ -60,6 +60,7 @@ CUDA_SHAPES = (
     Shape(1, 2, 4097, 128),
     Shape(1, 2, 8192, 64),
     Shape(1, 1, 8192, 128),
+    Shape(1, 1, 16384, 128),
     Shape(1, 2, 1000, 128, inputs="large"),
 )
 RTOL_ABS = 1e-5
