@@ -22,6 +22,7 @@ include: "workflow/rules/validate.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/budget.smk"
 
 
 onsuccess:

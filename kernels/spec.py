@@ -93,4 +93,7 @@ MAX_SEED = (1 << 32) - 1
 # ceilings) exceeds CALL_BUDGET_SECONDS is skipped; a measure job still running after
 # JOB_LIMIT_SECONDS is stopped and recorded as failed.
 CALL_BUDGET_SECONDS = 30.0
+# do_bench on a GPU: milliseconds of warm-up, then of timed repetitions (L2 flushed between)
+CUDA_WARMUP_MS = 25
+CUDA_REP_MS = 100
 JOB_LIMIT_SECONDS = 900

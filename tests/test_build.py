@@ -167,6 +167,23 @@ def test_a_gpu_run_times_the_candidates_that_build_without_spilling(built):
     assert launch_candidates(FUSED, [damaged], "sm_80") == list(FUSED_LAUNCH_CANDIDATES[64])
 
 
+def test_the_build_report_tables_every_candidate(built, tmp_path):
+    """The Build page's candidate table, from build.csv as the pipeline writes it: a row per
+    candidate and target, the launches the points make left in the page's other tables."""
+    from kernels.build.table import build_table
+    from reports.pages.build import candidate_summary, candidate_table, launched
+
+    result, _ = built
+    (tmp_path / "build.json").write_text(json.dumps(result))
+    builds = build_table([tmp_path / "build.json"])
+    table = candidate_table(builds)
+    assert len(table) == 2 * len(result["candidates"][FUSED])  # every candidate, both targets
+    assert table["timed on a GPU"].all() and set(table["stages"]) == {2, 3, 4}
+    assert "**sm_90**: 4 of 4 candidates build without spilling" in candidate_summary(table)
+    only_tried = set(result["candidates"][FUSED]) - set(result["points"][FUSED])
+    assert not set(launched(builds)["variant"]) & only_tried
+
+
 def test_fused_kernel_masks_only_the_tiles_that_need_it(built):
     """In the compiled kernel (its Triton IR, kept by the build), K and V are loaded twice:
     unmasked for the tiles every row sees whole, masked for the causal diagonal and the

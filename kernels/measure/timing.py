@@ -11,6 +11,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS
+
 CPU_MIN_SECONDS = 0.2  # of timed runs before the median may count as stable
 CPU_MAX_SECONDS = 3.0  # after which the measurement stops, stable or not (spread recorded)
 CPU_STABLE_IQR = 0.1  # interquartile range / median at which it is stable
@@ -49,8 +51,8 @@ def time_cpu(fn: Callable[[], object], threads: int) -> dict:
     return _summary(samples, len(samples) * found.number_per_run)
 
 
-def time_cuda(fn: Callable[[], object], rep_ms: int = 100) -> dict:
+def time_cuda(fn: Callable[[], object], rep_ms: int = CUDA_REP_MS) -> dict:
     from triton.testing import do_bench
 
-    samples = do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")
+    samples = do_bench(fn, warmup=CUDA_WARMUP_MS, rep=rep_ms, return_mode="all")
     return _summary(list(samples), len(samples))

@@ -10,6 +10,7 @@ localrules:
     report_html,
     index,
     pack,
+    budget,
 
 
 rule gather:
