@@ -148,54 +148,14 @@ def attention_fwd_kernel(
     if CAUSAL:
         hi = tl.minimum(T, first_row + BLOCK_M)
         whole = tl.minimum(whole, ((first_row + 1) // BLOCK_N) * BLOCK_N)
-    acc, l_i, m_i = attend_tiles(
-        acc,
-        l_i,
-        m_i,
-        q,
-        k_base,
-        v_base,
-        s_kt,
-        s_kd,
-        s_vt,
-        s_vd,
-        offs_m,
-        offs_d,
-        0,
-        whole,
-        T,
-        qk_scale_log2,
-        BLOCK_M,
-        BLOCK_N,
-        False,
-        CAUSAL,
-        CARRY_STATS,
-        DOT_F32,
-    )
-    acc, l_i, m_i = attend_tiles(
-        acc,
-        l_i,
-        m_i,
-        q,
-        k_base,
-        v_base,
-        s_kt,
-        s_kd,
-        s_vt,
-        s_vd,
-        offs_m,
-        offs_d,
-        whole,
-        hi,
-        T,
-        qk_scale_log2,
-        BLOCK_M,
-        BLOCK_N,
-        True,
-        CAUSAL,
-        CARRY_STATS,
-        DOT_F32,
-    )
+    # the two passes, unmasked then masked (one call each, as in Triton's tutorial)
+    # fmt: off
+    state = (q, k_base, v_base, s_kt, s_kd, s_vt, s_vd, offs_m, offs_d)
+    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, 0, whole, T, qk_scale_log2,
+                                 BLOCK_M, BLOCK_N, False, CAUSAL, CARRY_STATS, DOT_F32)
+    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole, hi, T, qk_scale_log2,
+                                 BLOCK_M, BLOCK_N, True, CAUSAL, CARRY_STATS, DOT_F32)
+    # fmt: on
     if CARRY_STATS:
         acc = acc / l_i[:, None]
     o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
