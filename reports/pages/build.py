@@ -96,6 +96,18 @@ def flags(row) -> str:
     return ", ".join(found)
 
 
+def resource_columns(builds: pd.DataFrame) -> dict[str, pd.Series]:
+    """What a variant costs an SM, as the build tables show it."""
+    return {
+        "warps": builds["num_warps"],
+        "stages": builds["num_stages"],
+        "registers": builds["registers"],
+        "spilled B": builds["spill_store_bytes"],
+        "shared KiB": builds["shared_bytes"] / KIB,
+        "blocks/SM": builds["blocks_per_sm"],
+    }
+
+
 def resource_table(builds: pd.DataFrame) -> pd.DataFrame:
     """One row per variant and target, flagged where it spills, fits fewer than two blocks
     per SM or cannot launch."""
@@ -107,12 +119,7 @@ def resource_table(builds: pd.DataFrame) -> pd.DataFrame:
             "id": short_id(builds["variant"]),
             "kernel": builds.apply(kernel_label, axis=1),
             "variant": builds.apply(shape_label, axis=1),
-            "warps": builds["num_warps"],
-            "stages": builds["num_stages"],
-            "registers": builds["registers"],
-            "spilled B": builds["spill_store_bytes"],
-            "shared KiB": builds["shared_bytes"] / KIB,
-            "blocks/SM": builds["blocks_per_sm"],
+            **resource_columns(builds),
             "limited by": builds["occupancy_limited_by"],
             "tensor cores": builds["tensor_core"],
             "flags": builds.apply(flags, axis=1),
@@ -291,12 +298,7 @@ def candidate_table(builds: pd.DataFrame) -> pd.DataFrame:
         {
             "target": tried["target"],
             "variant": tried.apply(shape_label, axis=1),
-            "warps": tried["num_warps"],
-            "stages": tried["num_stages"],
-            "registers": tried["registers"],
-            "spilled B": tried["spill_store_bytes"],
-            "shared KiB": tried["shared_bytes"] / KIB,
-            "blocks/SM": tried["blocks_per_sm"],
+            **resource_columns(tried),
             "timed on a GPU": (tried["status"] == "ok") & ~spilled,
             "why not": tried["reason"].where(
                 tried["status"] != "ok", spilled.map({True: "spills", False: ""})
