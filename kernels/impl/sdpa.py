@@ -26,10 +26,11 @@ class BackendUnavailableError(ValueError):
 
 
 def _why_not(err: RuntimeError, caught: list[warnings.WarningMessage]) -> str:
-    """PyTorch's first line, and the reasons it warned about (on a GPU it says why each
+    """PyTorch's first sentence, and the reasons it warned about (on a GPU it says why each
     backend declined: head dim, dtype, architecture)."""
     reasons = [str(w.message).splitlines()[0] for w in caught if "not used because" in str(w.message)]
-    return "; ".join([str(err).splitlines()[0], *reasons])
+    first = str(err).splitlines()[0].split(". ")[0].rstrip(".")
+    return "; ".join([first, *reasons])
 
 
 def sdpa(

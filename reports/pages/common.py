@@ -209,6 +209,8 @@ def _column_format(name: str, values: pd.Series) -> tuple[str, object]:
         return name, "{:.1e}"
     if name.startswith("speedup"):
         return name, "{:.2f}×"
+    if name.startswith("fraction"):
+        return name, "{:.0%}"
     if pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
         return name, "{:,}"
     if pd.api.types.is_float_dtype(values):
