@@ -52,8 +52,11 @@ def sm_scale(head_dim: int) -> float:
     return 1.0 / math.sqrt(head_dim)
 
 
-def warps_for(block_m: int, block_n: int) -> int:
-    return 8 if block_m * block_n >= 128 * 128 else 4
+def warps_for(rows: int, columns: int) -> int:
+    """Warps for a program whose largest float32 tile in registers is rows × columns: 8 from
+    128 × 128 on, where 4 warps run out of registers (the fused kernel at d = 128 with
+    128-row blocks spills with 4 warps on sm_90, not with 8)."""
+    return 8 if rows * columns >= 128 * 128 else 4
 
 
 # Under the interpreter, float32 → bfloat16 truncates (and mishandles subnormals) instead of

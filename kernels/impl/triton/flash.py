@@ -174,7 +174,8 @@ def attention_fwd_launch(
     num_warps: int | None = None,
     num_stages: int | None = None,
 ) -> Launch:
-    """The launch; ``num_warps`` defaults by tile size, ``num_stages`` to Triton's own."""
+    """The launch; ``num_warps`` defaults by register tile size, ``num_stages`` to Triton's
+    own."""
     B, H, T, d = q.shape
     stages = {} if num_stages is None else {"num_stages": num_stages}
     return Launch(
@@ -188,7 +189,8 @@ def attention_fwd_launch(
             CAUSAL=causal,
             CARRY_STATS=carry_stats,
             DOT_F32=dot_in_float32(q.dtype),
-            num_warps=num_warps or warps_for(block_m, block_n),
+            # its register tiles: the scores (BLOCK_M × BLOCK_N) and the output (BLOCK_M × d)
+            num_warps=num_warps or warps_for(block_m, max(block_n, d)),
             **stages,
         ),
     )
