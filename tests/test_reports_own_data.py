@@ -193,3 +193,21 @@ def test_roofline_places_each_timed_point_under_the_bound_that_applies(metrics):
     for _, row in table.iterrows():
         assert _has(_drawn(fig, "points"), row["intensity_flop_per_byte"], row["tflops"] * 1e3)
     assert "memory-bound" in performance.roofline_summary(table.reset_index(), found)
+
+
+def test_fused_kernel_is_held_against_the_fastest_sdpa_backend(metrics):
+    """Per shape, the fastest SDPA path wins the row; the fused kernel's column stays empty
+    where it was not timed (the interpreter), and is the ratio where it was."""
+    from reports.pages import performance
+
+    table = performance.against_best_sdpa(metrics)
+    assert len(table) == 1  # the test's one timed shape (bf16, T = 80)
+    row = table.iloc[0]
+    sdpa = metrics[(metrics["impl"] == "sdpa") & (metrics["inputs"] == "normal")].iloc[0]
+    assert row["fastest_sdpa"] == "sdpa" and row["sdpa_ms"] == sdpa["time_ms"]
+    assert pd.isna(row["triton_flash_ms"]) and pd.isna(row["speedup_of_triton_flash"])
+    timed_fused = metrics.copy()
+    fused = (timed_fused["impl"] == "triton_flash") & (timed_fused["inputs"] == "normal")
+    timed_fused.loc[fused, "time_ms"] = sdpa["time_ms"] / 2  # as a GPU run would fill it
+    row = performance.against_best_sdpa(timed_fused).iloc[0]
+    assert row["speedup_of_triton_flash"] == pytest.approx(2.0)

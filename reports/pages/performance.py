@@ -1,14 +1,16 @@
 """Performance page: the speed-up from fusing in the device's native type first, then time and
-throughput against T, every speed-up, and the achieved bandwidth against the machine's
-measured ceilings. On a CPU only the PyTorch paths are timed, and 2-byte CPU timings are
-labelled with what slows them. Speed-ups, TFLOP/s and GB/s come from the tables
-(kernels.io.derived); this page only selects and draws them."""
+throughput against T, every speed-up, the fused kernel against PyTorch's fastest SDPA
+backend, and the achieved bandwidth against the machine's measured ceilings. On a CPU only
+the PyTorch paths are timed, and 2-byte CPU timings are labelled with what slows them.
+Speed-ups, TFLOP/s and GB/s come from the tables (kernels.io.derived); this page only
+selects and draws them."""
 
 from __future__ import annotations
 
 import pandas as pd
 import seaborn as sns
 
+from kernels.spec import SDPA_IMPLEMENTATIONS
 from reports.pages.common import POINT_COLUMNS, device_label, load, ok, show
 
 __all__ = [
@@ -122,6 +124,23 @@ def speedup_table(metrics: pd.DataFrame) -> pd.DataFrame:
     columns = SHAPE[:4] + ["dtype", "causal", "inputs", "impl", "twin", "time_ms", "speedup_vs_materialized"]
     data = _fused(metrics)[columns]
     return data.sort_values(["dtype", "impl", "tokens", "causal"]).reset_index(drop=True)
+
+
+def against_best_sdpa(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per shape, dtype and mask: PyTorch's fastest SDPA backend (every forced one and its own
+    pick) and the fused Triton kernel where it was timed, with the ratio of their times."""
+    data = timed(metrics)
+    data = data[data["inputs"] == "normal"]
+    keys = [*SHAPE[:4], "dtype", "causal"]
+    sdpa = data[data["impl"].isin(SDPA_IMPLEMENTATIONS)]
+    if sdpa.empty:
+        return pd.DataFrame()
+    best = sdpa.loc[sdpa.groupby(keys)["time_ms"].idxmin(), [*keys, "impl", "time_ms"]]
+    best = best.rename(columns={"impl": "fastest_sdpa", "time_ms": "sdpa_ms"})
+    fused = data[data["impl"] == "triton_flash"].groupby(keys)["time_ms"].min().rename("triton_flash_ms")
+    table = best.join(fused, on=keys)
+    table["speedup_of_triton_flash"] = table["sdpa_ms"] / table["triton_flash_ms"]
+    return table.sort_values(keys).reset_index(drop=True)
 
 
 def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:
