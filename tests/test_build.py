@@ -184,6 +184,27 @@ def test_the_build_report_tables_every_candidate(built, tmp_path):
     assert not set(launched(builds)["variant"]) & only_tried
 
 
+def test_a_candidate_that_builds_stands_in_for_a_default_launch_that_does_not(built):
+    """The point runs where its own launch cannot (too much shared memory, say) but a
+    candidate builds without spilling: a GPU run times it with the candidates."""
+    import copy
+
+    from kernels.study.launch import build_failure
+
+    result, _ = built
+    broken = copy.deepcopy(result)
+    [own] = broken["points"][FUSED]
+    for record in broken["variants"]:
+        if record["variant"] == own and record["target"] == "sm_90":
+            record |= {"status": "failed", "reason": "out of resource: shared memory"}
+    assert build_failure(FUSED, [broken], ["sm_90"]) is None
+    for record in broken["variants"]:
+        if record["variant"] in broken["candidates"][FUSED] and record["target"] == "sm_90":
+            record["spill_store_bytes"] = record["spill_store_bytes"] or 8  # all spill now
+    assert "does not build for sm_90: out of resource" in build_failure(FUSED, [broken], ["sm_90"])
+    assert build_failure(FUSED, [broken], ["sm_80"]) is None  # sm_80 untouched
+
+
 def test_fused_kernel_masks_only_the_tiles_that_need_it(built):
     """In the compiled kernel (its Triton IR, kept by the build), K and V are loaded twice:
     unmasked for the tiles every row sees whole, masked for the causal diagonal and the

@@ -9,7 +9,9 @@ def build_failure(
     name: str, builds: list[dict] | None, required_targets: list[str] | None = None
 ) -> str | None:
     """A variant the point ``name`` launches failed to build for one of ``required_targets``
-    (default: all) in ``builds`` (results of ``kernels.build.compile.build``)."""
+    (default: all) in ``builds`` (results of ``kernels.build.compile.build``), and no launch
+    candidate stands in for it there (one that builds without spilling: a GPU run times the
+    point with those)."""
     for result in builds or []:
         if name not in result["points"]:
             raise ValueError(f"point {name} is not in these build results: rebuild them for this sweep")
@@ -25,6 +27,7 @@ def build_failure(
                 record["variant"] in needed
                 and record["status"] != "ok"
                 and record["target"] in (required_targets or result["targets"])
+                and not launch_candidates(name, [result], record["target"])
             ):
                 return (
                     f"{record['kernel']} ({record['variant']}) does not build for "
