@@ -28,7 +28,7 @@ from kernels.spec import (
     INPUTS,
     JOB_LIMIT_SECONDS,
 )
-from kernels.study.point import Point, add_cli_arguments, positive_int, seed_int
+from kernels.study.point import Point, add_cli_arguments, launch_pair, positive_int, seed_int
 
 DEVICE_HELP = "auto: cuda when torch sees a GPU, else cpu (Triton through its interpreter)"
 
@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_cli_arguments(command("ncu-target", "(internal) one call of a point for Nsight Compute"))
     for name in ("measure", "ncu-target"):
         sub.choices[name].add_argument("--seed", type=seed_int, default=0, help="inputs' random seed")
+    sub.choices["ncu-target"].add_argument(
+        "--launch", type=launch_pair, help="the fused kernel's num_warps,num_stages, as measure chose them"
+    )
     parser.epilog = defaults_summary(sub.choices)
     return parser
 
@@ -389,7 +392,7 @@ def run_ncu_target(args: argparse.Namespace) -> int:
         args.seed,
         inputs=point.inputs,
     )
-    call = call_of(point, q, k, v)
+    call = call_of(point, q, k, v, args.launch)
     call()
     torch.cuda.synchronize()
     torch.cuda.profiler.start()

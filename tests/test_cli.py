@@ -125,3 +125,14 @@ def test_bad_switch_value():
     )
     assert res.returncode != 0
     assert "ATTNIO_INTERPRET='maybe'" in res.stderr
+
+
+def test_launch_pair_names_what_is_wrong():
+    import argparse
+
+    from kernels.study.point import launch_pair
+
+    assert launch_pair("8,2") == (8, 2)
+    for bad, message in (("8", "give num_warps,num_stages"), ("8,0", "0 must be at least 1"), ("a,2", "'a'")):
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            launch_pair(bad)

@@ -140,7 +140,8 @@ def _run(
     if device == "cuda" and use_ncu:
         from kernels.measure import ncu
 
-        found |= ncu.profile(ncu_args)
+        chosen = ["--launch", f"{found['num_warps']},{found['num_stages']}"] if "num_warps" in found else []
+        found |= ncu.profile(ncu_args + chosen)  # the launch that was timed
     return found
 
 

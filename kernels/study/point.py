@@ -270,6 +270,14 @@ def seed_int(text: str) -> int:
     return value
 
 
+def launch_pair(text: str) -> tuple[int, int]:
+    """``num_warps,num_stages`` of the fused kernel, e.g. ``8,2``."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give num_warps,num_stages, e.g. 8,2")
+    return positive_int(parts[0]), positive_int(parts[1])
+
+
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that describe one point (``Point.cli_args`` writes them)."""
     parser.add_argument("--impl", required=True, choices=IMPLEMENTATIONS)
