@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels.spec import SDPA_IMPLEMENTATIONS
+
 HEADLINE = {"tokens": 8192, "head_dim": 128, "dtype": "bfloat16"}
-SDPA = ["sdpa", "sdpa_math", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn"]
 
 
 def fused_against_sdpa(metrics: pd.DataFrame) -> list[str]:
@@ -24,7 +25,7 @@ def fused_against_sdpa(metrics: pd.DataFrame) -> list[str]:
     lines = []
     for causal, group in rows.groupby("causal"):
         fused = group[group["impl"] == "triton_flash"]
-        sdpa = group[group["impl"].isin(SDPA)].dropna(subset=["time_ms"])
+        sdpa = group[group["impl"].isin(SDPA_IMPLEMENTATIONS)].dropna(subset=["time_ms"])
         if fused.empty or sdpa.empty:
             continue
         best = sdpa.loc[sdpa["time_ms"].idxmin()]

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS, FUSED_LAUNCH_CANDIDATES, MATERIALIZED
+from kernels.spec import (
+    CUDA_REP_MS,
+    CUDA_WARMUP_MS,
+    DEFAULT_BLOCK,
+    FUSED_LAUNCH_CANDIDATES,
+    MATERIALIZED,
+    TRITON_IMPLEMENTATIONS,
+)
 from kernels.study import predict
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
@@ -35,7 +42,7 @@ def call_seconds(point: Point, gpu: Gpu) -> float:
     of its kind: materialized or fused)."""
     if not point.triton:
         point = replace(point, impl="triton_naive" if point.impl in MATERIALIZED else "triton_flash")
-        point = replace(point, block_m=point.block_m or 64, block_n=point.block_n or 64)
+        point = replace(point, block_m=point.block_m or DEFAULT_BLOCK, block_n=point.block_n or DEFAULT_BLOCK)
     return predict.predict(point, gpu)["time_high_s"]
 
 
@@ -62,7 +69,7 @@ def estimate(points: list[Point], gpu: Gpu, machine: Machine, validation_cases: 
     """Seconds per stage and in total (the stages run one after the other)."""
     measuring = sum(measure_seconds(p, gpu, machine) for p in points)
     groups = {(p.impl, p.dtype, p.block_m, p.block_n) for p in points}
-    triton_groups = sum(1 for impl, *_ in groups if impl.startswith("triton_"))
+    triton_groups = sum(1 for impl, *_ in groups if impl in TRITON_IMPLEMENTATIONS)
     validating = len(groups) * machine.startup_s + triton_groups * validation_cases * machine.compile_s
     jobs = build_jobs(points)
     variants = sum(compiled_variants(Point.from_name(name)) for names in jobs.values() for name in names)

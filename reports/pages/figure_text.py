@@ -163,7 +163,7 @@ def alt_text(fig: Figure) -> str:
     """The figure in words, from its artists: its title, and per panel the axis labels,
     the plotted points (or their range), the range of lines, bars and colours, and what the
     legend names."""
-    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    title = fig.get_suptitle()
     figure_legend = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     described = [_panel_text(ax, panel_series(ax), set(figure_legend)) for ax in panels(fig)]
     shared = ["legend: " + ", ".join(figure_legend)] if figure_legend else []
