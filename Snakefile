@@ -18,6 +18,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/env.smk"
 include: "workflow/rules/build.smk"
+include: "workflow/rules/preflight.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/collect.smk"

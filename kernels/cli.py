@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_predict_arguments(
         command("predict", "predicted DRAM bytes and time on GPUs you may not have (no torch, no GPU)")
     )
+    add_preflight_arguments(
+        command(
+            "preflight",
+            "compile every launch a GPU plan makes for the target and name those that cannot "
+            "run (no GPU needed)",
+        )
+    )
     add_cli_arguments(command("ncu-target", "(internal) one call of a point for Nsight Compute"))
     for name in ("measure", "ncu-target"):
         sub.choices[name].add_argument("--seed", type=seed_int, default=0, help="inputs' random seed")
@@ -152,6 +159,12 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--seed", type=seed_int, default=0)
     cmd.add_argument(
         "--json", metavar="PATH", type=output_file, help="also write every result as JSON (atomically)"
+    )
+    cmd.add_argument(
+        "--preflight",
+        metavar="JSON",
+        help="findings of `preflight` for this GPU: the cases whose launches cannot run here are "
+        "left out (verdict unfit, with the reason) instead of failing at launch",
     )
     cmd.add_argument("--quiet", action="store_true", help="print the table only at the end")
     cmd.add_argument(
@@ -245,6 +258,34 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
         "--artifacts",
         required=True,
         help="folder for TTIR, PTX, cubin, SASS and resource dumps (one sub-folder per target)",
+    )
+
+
+def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--point",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="sweep points by name: each one's launches and candidates, and the validation of its "
+        "implementation, dtype and blocks on the GPU shapes (torch points launch nothing to check)",
+    )
+    cmd.add_argument(
+        "--gpu-tests", action="store_true", help="also what the tests marked gpu (tests/test_gpu.py) launch"
+    )
+    cmd.add_argument(
+        "--target",
+        nargs="+",
+        choices=[*GPU_TARGETS, "local"],
+        default=["sm_90"],
+        help="GPU targets, or 'local' for this machine's GPU",
+    )
+    cmd.add_argument("--out", required=True, type=output_file, help="JSON with every launch's finding")
+    cmd.add_argument(
+        "--artifacts", help="folder for the compiled variants' TTIR, PTX, cubin and SASS (default: none kept)"
+    )
+    cmd.add_argument(
+        "--jobs", type=positive_int, default=1, help="compiles side by side (processes; at most the cores)"
     )
 
 
@@ -470,7 +511,12 @@ def run_validate(args: argparse.Namespace) -> int:
     progress = (
         None if args.quiet else (lambda r: print(validate.format_table([r]).splitlines()[1], flush=True))
     )
+    from kernels.study.cases import unfit_cases
+
+    found = load_json(args.preflight, "--preflight")
+    unfit = unfit_cases(found) if found else {}
     results = validate.validate(
+        unfit=unfit,
         impls=tuple(args.impl),
         dtypes=tuple(args.dtype),
         causals=causals,
@@ -488,6 +534,34 @@ def run_validate(args: argparse.Namespace) -> int:
 
         write_text_atomic(args.json, json.dumps([r.to_dict() for r in results], indent=1))
     return 0 if args.exit_zero or all(r.as_expected for r in results) else 1
+
+
+def run_preflight(args: argparse.Namespace) -> int:
+    select_mode("cuda")  # compiled Triton; no GPU needed
+    from kernels.build import preflight
+    from kernels.build.targets import parse_target
+    from kernels.io.atomic import write_text_atomic
+
+    try:
+        points = [Point.from_name(name) for name in args.point]
+        targets = [local_target() if name == "local" else name for name in args.target]
+        for name in targets:
+            parse_target(name)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
+    planned = preflight.study_plan(points) + (preflight.gpu_test_plan() if args.gpu_tests else [])
+    artifacts = Path(args.artifacts) if args.artifacts else None
+    found = preflight.preflight(planned, targets, artifacts, usable_threads(args.jobs))
+    write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
+    for line in preflight.problems(found):
+        print(line)
+    counts = found["counts"]
+    print(
+        f"preflight on {', '.join(targets)}: {len(found['launches'])} launches of {len(found['variants'])} "
+        f"compiled variants in {found['seconds']:.0f} s: {counts['ok']} ok, {counts['spills']} spill, "
+        f"{counts['unfit']} cannot run -> {args.out}"
+    )
+    return 0
 
 
 def run_tile_errors(args: argparse.Namespace) -> int:
@@ -534,6 +608,7 @@ COMMANDS = {
     "ceilings": run_ceilings,
     "predict": run_predict,
     "ncu-target": run_ncu_target,
+    "preflight": run_preflight,
 }
 
 

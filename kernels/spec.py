@@ -52,6 +52,11 @@ FUSED_LAUNCH_CANDIDATES: dict[int, tuple[tuple[int, int], ...]] = {
 }
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 GPU_TARGETS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90")  # with per-SM limits known
+# Shared memory one block may use on each target (bytes, with the opt-in attribute: what
+# Triton checks when it loads a kernel), from NVIDIA's CUDA C++ Programming Guide, table
+# "Technical Specifications per Compute Capability". kernels.build.targets holds the other
+# per-SM limits; the fused kernel's default pipelining depth is chosen against these.
+MAX_SHARED_PER_BLOCK: dict[str, int] = {"sm_80": 166912, "sm_86": 101376, "sm_89": 101376, "sm_90": 232448}
 DEFAULT_TARGETS: tuple[str, ...] = ("sm_80", "sm_90")
 
 DEFAULT_INTERPRETER_LIMIT = 1 << 20  # B·H·T² score elements the interpreter takes (T = 1,024)

@@ -82,9 +82,10 @@ def run_tool(tool, *args: str) -> str:
     return done.stdout
 
 
-def compile_variant(launch: Launch, target_name: str, artifacts: Path) -> dict:
+def compile_variant(launch: Launch, target_name: str, artifacts: Path | None) -> dict:
     """Compile one launch for one target; the record says ok or failed, never raises for the
-    kernel's own faults."""
+    kernel's own faults. Without ``artifacts`` only the resources the target's limits are
+    held against are read (from the ptxas log: no SASS, nothing kept)."""
     from triton import knobs
     from triton.compiler import compile as triton_compile
 
@@ -107,6 +108,8 @@ def compile_variant(launch: Launch, target_name: str, artifacts: Path) -> dict:
             "compile_s": time.perf_counter() - started,
         }
     record["compile_s"] = time.perf_counter() - started
+    if artifacts is None:
+        return record | limits_only(compiled, log.getvalue(), target_name)
     return record | inspect(compiled, log.getvalue(), target_name, artifacts / record["variant"])
 
 
@@ -114,6 +117,36 @@ def compiler_message(err: Exception) -> str:
     lines = [line for line in str(err).splitlines() if line.strip()]
     text = " | ".join(lines[:12])
     return f"{type(err).__name__}: {text[:1500]}"
+
+
+def held_against_target(target_name: str, registers: int, num_warps: int, shared: int) -> dict:
+    """Status, reason and occupancy of a kernel's resources on the target."""
+    target = targets.TARGETS.get(target_name)
+    problem = targets.shared_memory_problem(target, shared) or targets.register_problem(
+        target, registers, num_warps
+    )
+    return {
+        "status": "failed" if problem else "ok",
+        "reason": problem,
+        **targets.occupancy(target, registers, num_warps, shared),
+    }
+
+
+def limits_only(compiled, ptxas_log: str, target_name: str) -> dict:
+    """Registers, spills and shared memory from the ptxas log and Triton's metadata."""
+    usage = sass.ptxas_resources(ptxas_log)
+    spilled = sass.spills(ptxas_log)
+    dynamic_shared = int(compiled.metadata.shared)
+    shared = usage["SHARED"] + dynamic_shared
+    return {
+        "registers": usage["REG"],
+        "spill_store_bytes": spilled[0] if spilled else None,
+        "spill_load_bytes": spilled[1] if spilled else None,
+        "static_shared_bytes": usage["SHARED"],
+        "dynamic_shared_bytes": dynamic_shared,
+        "shared_bytes": shared,
+        **held_against_target(target_name, usage["REG"], int(compiled.metadata.num_warps), shared),
+    }
 
 
 def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
@@ -135,11 +168,7 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
     dynamic_shared = int(compiled.metadata.shared)
     shared = usage["SHARED"] + dynamic_shared
     num_warps = int(compiled.metadata.num_warps)
-    target = targets.TARGETS.get(target_name)
-    problem = targets.shared_memory_problem(target, shared)
     return {
-        "status": "failed" if problem else "ok",
-        "reason": problem,
         "registers": usage["REG"],
         "stack_bytes": usage["STACK"],
         "local_bytes": usage["LOCAL"],
@@ -148,7 +177,7 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
         "static_shared_bytes": usage["SHARED"],
         "dynamic_shared_bytes": dynamic_shared,
         "shared_bytes": shared,
-        **targets.occupancy(target, usage["REG"], num_warps, shared),
+        **held_against_target(target_name, usage["REG"], num_warps, shared),
         "instructions": sass.instruction_mix(sass_text),
         "artifacts": {kind: str(path) for kind, path in paths.items()},
         "ptxas_version": knobs.nvidia.ptxas.version,

@@ -48,6 +48,20 @@ def resource_usage(text: str) -> dict[str, int]:
     return found
 
 
+_REGISTERS = re.compile(r"Used (\d+) registers")
+_STATIC_SHARED = re.compile(r"(\d+) bytes smem")
+
+
+def ptxas_resources(ptxas_log: str) -> dict[str, int]:
+    """REG and static SHARED from a ``ptxas -v`` log (what the preflight needs without
+    running cuobjdump)."""
+    registers = _REGISTERS.search(ptxas_log)
+    if not registers:
+        raise ValueError(f"no register count in the ptxas log:\n{ptxas_log}")
+    shared = _STATIC_SHARED.search(ptxas_log)
+    return {"REG": int(registers.group(1)), "SHARED": int(shared.group(1)) if shared else 0}
+
+
 def spills(ptxas_log: str) -> tuple[int, int] | None:
     """(spill store bytes, spill load bytes) from a ``ptxas -v`` log, None if absent."""
     match = _SPILLS.search(ptxas_log)

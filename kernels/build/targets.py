@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from kernels.spec import GPU_TARGETS
+from kernels.spec import GPU_TARGETS, MAX_SHARED_PER_BLOCK
 
 
 @dataclass(frozen=True)
@@ -28,15 +28,17 @@ class Target:
     max_shared_per_block: int  # bytes, with the opt-in attribute (what Triton checks at load)
     reserved_shared_per_block: int = 1024
     register_unit: int = 256  # registers are allocated per warp in units of this
+    registers_per_block: int = 65536  # what one block's threads may hold together
+    threads_per_block: int = 1024
 
 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("sm_80", 80, "A100", 2048, 32, 65536, 167936, 166912),
-        Target("sm_86", 86, "A10, RTX 30xx", 1536, 16, 65536, 102400, 101376),
-        Target("sm_89", 89, "L4, L40, RTX 40xx", 1536, 24, 65536, 102400, 101376),
-        Target("sm_90", 90, "H100, H200", 2048, 32, 65536, 233472, 232448),
+        Target("sm_80", 80, "A100", 2048, 32, 65536, 167936, MAX_SHARED_PER_BLOCK["sm_80"]),
+        Target("sm_86", 86, "A10, RTX 30xx", 1536, 16, 65536, 102400, MAX_SHARED_PER_BLOCK["sm_86"]),
+        Target("sm_89", 89, "L4, L40, RTX 40xx", 1536, 24, 65536, 102400, MAX_SHARED_PER_BLOCK["sm_89"]),
+        Target("sm_90", 90, "H100, H200", 2048, 32, 65536, 233472, MAX_SHARED_PER_BLOCK["sm_90"]),
     )
 }
 assert tuple(TARGETS) == GPU_TARGETS, "kernels.spec.GPU_TARGETS names the targets tabled here"
@@ -64,6 +66,22 @@ def shared_memory_problem(target: Target | None, shared_bytes: int) -> str | Non
         f"out of resource: shared memory, required {shared_bytes:,} B per block, "
         f"{target.name} allows {target.max_shared_per_block:,} B"
     )
+
+
+def register_problem(target: Target | None, registers: int, num_warps: int) -> str | None:
+    """Why a block of ``num_warps`` warps using ``registers`` per thread cannot launch."""
+    if target is None:
+        return None
+    threads = num_warps * 32
+    if threads > target.threads_per_block:
+        allowed = target.threads_per_block
+        return f"out of resource: {threads} threads per block, {target.name} allows {allowed}"
+    if registers * threads > target.registers_per_block:
+        return (
+            f"out of resource: registers, {registers} per thread × {threads} threads = "
+            f"{registers * threads:,} per block, {target.name} allows {target.registers_per_block:,}"
+        )
+    return None
 
 
 def occupancy(target: Target | None, registers: int, num_warps: int, shared_bytes: int) -> dict:

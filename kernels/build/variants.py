@@ -1,9 +1,10 @@
-"""The kernel launches a sweep point makes, planned without running anything.
+"""The kernel launches a sweep point or a validation case makes, planned without running
+anything.
 
-Meta tensors (shape, dtype and strides, no storage) stand in for the point's inputs, so the
-launch descriptions carry the same arguments the real call passes. Triton specializes a
-kernel on its arguments (an integer equal to 1 becomes a constant, pointers and integers
-divisible by 16 get alignment hints), so these are the variants the GPU would compile.
+Meta tensors (shape, dtype and strides, no storage) stand in for the inputs, so the launch
+descriptions carry the same arguments the real call passes. Triton specializes a kernel on
+its arguments (an integer equal to 1 becomes a constant, pointers and integers divisible by
+16 get alignment hints), so these are the variants the GPU would compile.
 """
 
 from __future__ import annotations
@@ -11,30 +12,56 @@ from __future__ import annotations
 import torch
 
 from kernels.impl.triton.launch import Launch
-from kernels.spec import FUSED_LAUNCH_CANDIDATES
+from kernels.spec import FUSED_LAUNCH_CANDIDATES, MAX_ROW_BLOCK
+from kernels.study.cases import Shape
 from kernels.study.point import Point
 
 
+def meta_inputs(shape: Shape, dtype: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v of the shape's layout (``bthd``: stored (B, T, H, d), viewed (B, H, T, d))."""
+    b, h, t, d = shape.batch, shape.heads, shape.tokens, shape.head_dim
+    stored = (b, t, h, d) if shape.layout == "bthd" else (b, h, t, d)
+    tensors = [torch.empty(stored, dtype=getattr(torch, dtype), device="meta") for _ in range(3)]
+    if shape.layout == "bthd":
+        tensors = [x.transpose(1, 2) for x in tensors]
+    return tensors[0], tensors[1], tensors[2]
+
+
 def meta_qkv(point: Point) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    shape = (point.batch, point.heads, point.tokens, point.head_dim)
-    dtype = getattr(torch, point.dtype)
-    return tuple(torch.empty(shape, dtype=dtype, device="meta") for _ in range(3))
+    return meta_inputs(Shape(point.batch, point.heads, point.tokens, point.head_dim), point.dtype)
+
+
+def impl_launches(
+    impl: str, q, k, v, causal: bool, block_m: int, block_n: int, sp_dtype=None, max_row_block=MAX_ROW_BLOCK
+) -> list[Launch]:
+    """The launches of one call of a Triton implementation on these inputs ([] otherwise)."""
+    from kernels.impl.triton import flash, naive
+
+    o = torch.empty_like(q)
+    if impl == "triton_naive":
+        s, p = naive.sp_tensors(q, sp_dtype)
+        return naive.naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block)
+    if impl in ("triton_flash", "triton_tile_softmax"):
+        carry = impl == "triton_flash"
+        return [flash.attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry)]
+    return []
 
 
 def point_launches(point: Point) -> list[Launch]:
     """The launches of one call of the point's implementation ([] for the torch paths)."""
     if not point.triton:
         return []
-    from kernels.impl.triton import flash, naive
-
     q, k, v = meta_qkv(point)
-    o = torch.empty_like(q)
     bm, bn = point.block_m, point.block_n
-    if point.impl == "triton_naive":
-        s, p = naive.sp_tensors(q, point.sp_dtype)
-        return naive.naive_launches(q, k, v, s, p, o, point.causal, bm, bn, point.max_row_block)
-    carry = point.impl == "triton_flash"
-    return [flash.attention_fwd_launch(q, k, v, o, point.causal, bm, bn, carry)]
+    return impl_launches(point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block)
+
+
+def case_launches(
+    impl: str, shape: Shape, dtype: str, causal: bool, block_m: int, block_n: int
+) -> list[Launch]:
+    """The launches of one validation case of a Triton implementation."""
+    q, k, v = meta_inputs(shape, dtype)
+    return impl_launches(impl, q, k, v, causal, block_m, block_n)
 
 
 def candidate_launches(point: Point) -> list[Launch]:

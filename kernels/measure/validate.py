@@ -14,7 +14,6 @@ with S in float32.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -28,41 +27,9 @@ from kernels.impl.registry import attention
 from kernels.impl.sdpa import BackendUnavailableError
 from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 
+# the cases are plain data in the study layer (the preflight plans them); re-exported here
+from kernels.study.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
 
-@dataclass(frozen=True)
-class Shape:
-    batch: int
-    heads: int
-    tokens: int
-    head_dim: int
-    layout: str = "contiguous"
-    inputs: str = "normal"
-
-
-# Small enough for the interpreter; T not a multiple of the block, every head dim, and one
-# case whose scores overflow a float16 S.
-CPU_SHAPES = (
-    Shape(2, 3, 1, 16),
-    Shape(1, 2, 50, 128),
-    Shape(2, 1, 130, 64),
-    Shape(1, 2, 67, 32, "bthd"),
-    Shape(1, 1, 20, 256),
-    Shape(1, 2, 40, 64, inputs="large"),
-)
-# Compiled kernels on a GPU: up to 16,384 tokens, d = 64 and 128 at length, the rest short.
-CUDA_SHAPES = (
-    Shape(2, 3, 1, 64),
-    Shape(2, 3, 257, 128),
-    Shape(1, 2, 300, 16),
-    Shape(1, 2, 300, 32, "bthd"),
-    Shape(1, 2, 300, 256),
-    Shape(1, 4, 1000, 64),
-    Shape(1, 2, 4097, 128),
-    Shape(1, 2, 8192, 64),
-    Shape(1, 1, 8192, 128),
-    Shape(1, 1, 16384, 128),
-    Shape(1, 2, 1000, 128, inputs="large"),
-)
 RTOL_ABS = 1e-5
 
 
@@ -83,15 +50,18 @@ class Result:
     error: float
     bound: float
     written: bool
-    verdict: str  # pass | fail | error | nonfinite | unavailable (a forced SDPA backend)
+    # pass | fail | error | nonfinite | unavailable (a forced SDPA backend) | unfit (its
+    # launch cannot run on this GPU: the preflight says why)
+    verdict: str
     expected: str  # pass | fail | nonfinite
     seconds: float
     message: str = ""
 
     @property
     def as_expected(self) -> bool:
-        """A backend the device lacks is not a wrong answer: its points are skipped, naming it."""
-        return self.verdict in (self.expected, "unavailable")
+        """A backend the device lacks, or a launch the GPU cannot hold, is not a wrong answer:
+        the case is left out, naming why."""
+        return self.verdict in (self.expected, "unavailable", "unfit")
 
     def to_dict(self) -> dict:
         return asdict(self) | {"as_expected": self.as_expected}
@@ -173,9 +143,14 @@ def validate(
     block_n: int = DEFAULT_BLOCK,
     seed: int = 0,
     progress=None,
+    unfit: dict[str, str] | None = None,
 ) -> list[Result]:
+    """Every implementation on every case. ``unfit`` names cases (by ``case_key``) whose
+    launches cannot run on this GPU, with the reason (the preflight's findings): they are
+    left out with verdict ``unfit`` instead of failing at launch."""
     results = []
-    for case_index, (shape, dtype_name, causal) in enumerate(itertools.product(shapes, dtypes, causals)):
+    unfit = unfit or {}
+    for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
         case_seed = seed * 1_000_003 + case_index
         q, k, v = make_qkv(
             shape.batch,
@@ -193,8 +168,14 @@ def validate(
         product = largest_product(q, k)
         for impl in impls:
             start = time.perf_counter()
-            error, written, verdict, message = check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n)
             triton = impl in TRITON_IMPLEMENTATIONS
+            key = case_key(impl, shape, dtype_name, causal, block_m, block_n) if triton else None
+            if key in unfit:
+                error, written, verdict, message = float("nan"), False, "unfit", unfit[key]
+            else:
+                error, written, verdict, message = check_impl(
+                    impl, q, k, v, causal, ref, bound, block_m, block_n
+                )
             result = Result(
                 impl=impl,
                 dtype=dtype_name,

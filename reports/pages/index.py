@@ -36,6 +36,9 @@ def _verdict(results: list[dict], unexpected: list[dict]) -> str:
         return "FAILED"
     if all(r["verdict"] == "unavailable" for r in results):
         return "unavailable here"
+    unfit = sum(r["verdict"] == "unfit" for r in results)
+    if unfit:
+        return f"passed ({unfit} left out: their launches do not fit this GPU; see the log)"
     return "passed"
 
 

@@ -98,6 +98,12 @@ def builds_of(wildcards):
     return [output_of(rules.build.output.json, point)]
 
 
+def preflight_points(wildcards=None):
+    """--point with every Triton point of the plan (none: the torch paths launch nothing)."""
+    names = [point.name for point in POINTS if point.triton]
+    return ["--point", *names] if names else []
+
+
 def measure_mem_mb(wildcards):
     from kernels.study.cost import predicted_bytes
 

@@ -2,6 +2,9 @@ rule validate:
     """One implementation in one dtype (and block shape) against the float64 definition.
     The verdicts are written even when one is unexpected; the points of an implementation
     that failed are then recorded as skipped, never measured."""
+    input:
+        # on a GPU: the cases whose launches cannot run there are left out, naming why
+        preflight=[rules.preflight.output[0]] if ON_GPU else [],
     output:
         f"{RESULTS}/validate/{attnio_point.VALIDATION_PATTERN}.json",
     log:
@@ -14,6 +17,7 @@ rule validate:
     params:
         device=DEVICE,
         seed=config["seed"],
+        preflight=lambda wc, input: ["--preflight", *input.preflight] if input.preflight else [],
         blocks=lambda wc: [
             arg
             for m, n in [attnio_point.parse_blocks(wc.blocks)]
@@ -22,7 +26,7 @@ rule validate:
         ],
     shell:
         "python -m kernels validate --impl {wildcards.impl:q} --dtype {wildcards.dtype:q} "
-        "--device {params.device:q} --seed {params.seed:q} {params.blocks:q} "
+        "--device {params.device:q} --seed {params.seed:q} {params.blocks:q} {params.preflight:q} "
         "--quiet --exit-zero --json {output:q} > {log:q} 2>&1"
 
 

@@ -1,0 +1,104 @@
+"""The preflight: every launch a GPU plan makes, compiled for the target on this GPU-less
+machine and held against its limits, before a GPU minute is spent; validation on a GPU
+leaves out, naming why, the cases found unlaunchable."""
+
+import json
+import subprocess
+import sys
+
+import yaml
+from workflow_run import ROOT, env, snakemake
+
+from kernels.build.targets import TARGETS
+from kernels.spec import DEFAULT_BLOCK, FUSED_LAUNCH_CANDIDATES, HEAD_DIMS
+from kernels.study.cases import CUDA_SHAPES
+from kernels.study.point import Point
+from kernels.study.sweep import points
+
+CONFIG = ROOT / "config"
+TIMEOUT = 900  # a hang guard: the GPU study's preflight compiles ~80 variants in about a minute
+
+
+def kernels_cli(*args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "kernels", *args], capture_output=True, text=True, timeout=TIMEOUT, env=env()
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_every_launch_of_the_gpu_study_fits_the_gpu_it_runs_on(tmp_path):
+    """The preset scripts/gpu_study.sh runs, through the same rule the script runs first."""
+    presets = [str(CONFIG / "config.yaml"), str(CONFIG / "presets" / "gpu_study.yaml")]
+    done = snakemake(tmp_path, "--cores", "2", "preflight", "--configfile", *presets, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads((tmp_path / "results" / "preflight.json").read_text())
+    log = (tmp_path / "results" / "logs" / "preflight.log").read_text()
+    assert found["targets"] == ["sm_90"]
+    assert found["counts"]["unfit"] == 0, log[-3000:]
+    sweep = yaml.safe_load((CONFIG / "presets" / "gpu_study.yaml").read_text())["sweep"]
+    planned = [p for p in points(sweep) if p.triton]
+    launches = found["launches"]
+    assert {r["what"] for r in launches if r["use"] == "measure"} == {p.name for p in planned}
+    fused = [p for p in planned if p.impl == "triton_flash"]
+    candidates = [r for r in launches if r["use"] == "candidate"]
+    assert len(candidates) == sum(len(FUSED_LAUNCH_CANDIDATES[p.head_dim]) for p in fused)
+    # every validation case of every validated group: 2 masks per GPU shape, the
+    # materialized path's three kernels each
+    cases = {(r["what"], r["kernel"]) for r in launches if r["use"] == "validate"}
+    assert len(cases) == 2 * len(CUDA_SHAPES) * (3 + 1)
+    assert f"{len(launches)} launches of {len(found['variants'])} compiled variants" in log
+
+
+def test_the_default_launch_fits_every_head_dim_on_every_known_target(tmp_path):
+    """The fused kernel's default pipelining depth is chosen against the smallest shared
+    memory of the known targets: at the default blocks it builds everywhere, at every d."""
+    names = [
+        Point("triton_flash", 1, 2, 256, d, "bfloat16", True, DEFAULT_BLOCK, DEFAULT_BLOCK).name
+        for d in HEAD_DIMS
+    ]
+    # the GPU study's blocks at d = 256: Triton's own 3 stages ask 263,168 B, over sm_90's limit
+    wide = Point("triton_flash", 1, 2, 256, 256, "bfloat16", False, 128, 64).name
+    out = tmp_path / "build.json"
+    kernels_cli(
+        "build", "--no-candidates", "--target", *TARGETS, "--point", *names, wide,
+        "--out", str(out), "--artifacts", str(tmp_path / "artifacts"),
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    [wide_variant] = result["points"][wide]
+    records = result["variants"]
+    assert len(records) == (len(HEAD_DIMS) + 1) * len(TARGETS)
+    for r in records:
+        if r["variant"] == wide_variant and TARGETS[r["target"]].max_shared_per_block < 160 << 10:
+            # no pipelining depth holds 128 × 256 Q and 64 × 256 K and V tiles in 99 KiB
+            assert r["status"] == "failed" and "shared memory" in r["reason"]
+        else:
+            assert r["status"] == "ok", (r["target"], r["constants"], r["reason"])
+
+
+def test_validation_leaves_out_the_cases_that_cannot_launch_and_says_why(tmp_path):
+    """On an sm_86 GPU (101,376 B of shared memory per block) the fused kernel with 128 × 64
+    blocks cannot hold d = 256; validation there leaves those cases out, naming the kernel,
+    the target and the shared memory, and still checks the rest."""
+    point = Point("triton_flash", 1, 2, 300, 256, "bfloat16", False, 128, 64)
+    findings = tmp_path / "preflight.json"
+    printed = kernels_cli(
+        "preflight", "--point", point.name, "--target", "sm_86", "--jobs", "2", "--out", str(findings)
+    ).stdout
+    found = json.loads(findings.read_text())
+    unfit = [r for r in found["launches"] if r["status"] == "unfit"]
+    assert unfit and all("-d256-" in r["what"] and "shared memory" in r["reason"] for r in unfit)
+    assert {r["use"] for r in unfit} >= {"measure", "validate"}
+    assert "UNFIT sm_86 attention_fwd_kernel" in printed and "101,376 B" in printed
+
+    verdicts = tmp_path / "verdicts.json"
+    kernels_cli(
+        "validate", "--device", "cpu", "--impl", "triton_flash", "--dtype", "bfloat16",
+        "--block-m", "128", "--block-n", "64", "--tokens", "300", "--head-dim", "256", "16",
+        "--batch", "1", "--heads", "2", "--causal", "false", "--preflight", str(findings),
+        "--json", str(verdicts),
+    )  # fmt: skip
+    by_dim = {r["head_dim"]: r for r in json.loads(verdicts.read_text())}
+    assert by_dim[256]["verdict"] == "unfit" and by_dim[256]["as_expected"]
+    assert "attention_fwd_kernel on sm_86: out of resource: shared memory" in by_dim[256]["message"]
+    assert by_dim[16]["verdict"] == "pass"
