@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from kernels.spec import (
@@ -27,39 +30,118 @@ from kernels.spec import (
     IMPLEMENTATIONS,
     INPUTS,
     JOB_LIMIT_SECONDS,
+    MAX_GRID_YZ,
+    MAX_TOKENS,
 )
-from kernels.study.point import Point, add_cli_arguments, launch_pair, positive_int, seed_int
+from kernels.study.point import (
+    Point,
+    add_cli_arguments,
+    batch_int,
+    heads_int,
+    launch_pair,
+    positive_int,
+    seed_int,
+    tokens_int,
+)
 
 DEVICE_HELP = "auto: cuda when torch sees a GPU, else cpu (Triton through its interpreter)"
 
 
-def output_file(text: str) -> str:
-    """A file to write: refused at once when it names a folder, or a folder that a file
-    blocks, so that no work is done for a result that cannot be written."""
+# mkstemp's names for an atomic write (kernels.io.atomic): ".NAME.XXXXXXXX.tmp"
+TEMPORARY_NAME_EXTRA = len("..") + 8 + len(".tmp")
+
+
+def _writable(text: str, folder: bool) -> str:
+    """``text`` as a file (or folder) this process can create: refused at once, while the
+    arguments are parsed, so that no work is done for a result that cannot be written."""
+    what = "folder" if folder else "file"
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"an empty path: name a {what}")
     path = Path(text)
-    if path.is_dir():
+    if len(os.fsencode(text)) >= 4096:
+        raise argparse.ArgumentTypeError(
+            f"a path of {len(os.fsencode(text)):,} bytes: at most 4,095 (PATH_MAX)"
+        )
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    elif path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a folder; name a file in it")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
-            break
+    elif path.exists() and not path.is_file():
+        raise argparse.ArgumentTypeError(
+            f"{text} exists and is not a regular file (a device, pipe or socket)"
+        )
+    start = path if folder else path.parent
+    existing = next(p for p in (start, *start.parents) if p.exists() or p == Path(p.anchor or "."))
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {existing} is a file, not a folder")
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        final = part == path.name and not folder
+        most = name_max - (TEMPORARY_NAME_EXTRA if final else 0)
+        if size > most:
+            why = f"{name_max} per name, less {TEMPORARY_NAME_EXTRA} for the atomic write's temporary name"
+            raise argparse.ArgumentTypeError(
+                f"{text[:60]}…: the name {part[:40]}… is {size:,} bytes; at most {most} here "
+                f"({why if final else 'the file system limit'})"
+            )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".attnio-probe-", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(
+            f"{text}: cannot create files in {existing} ({err.strerror})"
+        ) from None
     return text
 
 
-def resolve_device(name: str) -> str:
-    """``auto`` means cuda when torch sees a GPU; an explicit cuda without one is an error."""
-    import torch
+def _checked(text: str, folder: bool) -> str:
+    try:
+        return _writable(text, folder)
+    except OSError as err:  # a folder on the way that cannot even be looked into
+        raise argparse.ArgumentTypeError(f"{text}: {err.strerror or err}") from None
 
+
+def output_file(text: str) -> str:
+    """A file to write: refused at once when it cannot be written (a folder, in a folder
+    that a file blocks or this process may not write, a name too long)."""
+    return _checked(text, folder=False)
+
+
+def output_folder(text: str) -> str:
+    """A folder to write into (made where missing): refused at once when it cannot be."""
+    return _checked(text, folder=True)
+
+
+def positive_seconds(text: str) -> float:
+    """A time in seconds: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a finite number of seconds above 0")
+    return value
+
+
+def resolve_device(name: str) -> str:
+    """``auto`` means cuda when torch sees a GPU. An explicit cuda is kept as asked, also
+    without a GPU: each command then writes its outputs saying why nothing ran
+    (``device_absent``), never falling back to the CPU."""
     from kernels.study import device
 
-    name = device.resolve(name)
-    if name == "cuda" and not torch.cuda.is_available():
-        raise SystemExit(
-            "--device cuda: torch.cuda.is_available() is False on this machine; "
-            "use --device cpu to run the kernels through Triton's interpreter"
-        )
-    return name
+    return device.resolve(name)
+
+
+def device_absent(device: str) -> str | None:
+    from kernels.measure.gates import device_absent as why
+
+    return why(device)
 
 
 def select_mode(device: str) -> None:
@@ -74,8 +156,23 @@ def select_mode(device: str) -> None:
 # --- the parser ----------------------------------------------------------------------------
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default once: appended where the help does not already say it, and
+    never a "None" (an option without a default says what it means when absent)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or "default" in text
+            or default is None
+            or default is argparse.SUPPRESS
+            or isinstance(default, bool)
+        ):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, list) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,10 +226,13 @@ def defaults_summary(commands: dict[str, argparse.ArgumentParser]) -> str:
                 flags.append(f"{flag} (required)")
             elif isinstance(action, argparse._StoreTrueAction):
                 flags.append(flag)
+            elif isinstance(action, argparse.BooleanOptionalAction):
+                on, off = action.option_strings
+                flags.append(f"{on if action.default else off} (or {off if action.default else on})")
             else:
                 default = action.default
                 shown = " ".join(map(str, default)) if isinstance(default, list) else default
-                flags.append(f"{flag}={shown}" if default is not None else flag)
+                flags.append(f"{flag}={shown}" if default not in (None, []) else flag)
         lines.append(f"  {name}: " + ", ".join(flags))
     return "\n".join(lines)
 
@@ -145,14 +245,16 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--tokens",
         nargs="+",
-        type=positive_int,
-        help="replace the default shapes by these T (with --head-dim)",
+        type=tokens_int,
+        help=f"replace the default shapes by these T (with --head-dim; at most {MAX_TOKENS:,})",
     )
     cmd.add_argument(
-        "--head-dim", nargs="+", type=int, choices=HEAD_DIMS, help="head dims for --tokens (default 64)"
+        "--head-dim", nargs="+", type=int, choices=HEAD_DIMS, help="head dims for --tokens (default: 64)"
     )
-    cmd.add_argument("--batch", type=positive_int, default=1, help="B for --tokens shapes")
-    cmd.add_argument("--heads", type=positive_int, default=2, help="H for --tokens shapes")
+    cmd.add_argument("--batch", type=batch_int, default=1, help="B for --tokens shapes")
+    cmd.add_argument(
+        "--heads", type=heads_int, default=2, help=f"H for --tokens shapes (at most {MAX_GRID_YZ:,})"
+    )
     cmd.add_argument("--inputs", choices=INPUTS, default=DEFAULT_INPUTS, help="what --tokens shapes hold")
     cmd.add_argument("--block-m", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
@@ -214,12 +316,18 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
         help="the machine's measured rates (python -m kernels ceilings); a point predicted to "
         "take longer than --budget-seconds per call is then skipped",
     )
-    cmd.add_argument("--budget-seconds", type=float, default=CALL_BUDGET_SECONDS, help="see --ceilings")
+    cmd.add_argument(
+        "--budget-seconds",
+        type=positive_seconds,
+        default=CALL_BUDGET_SECONDS,
+        help="see --ceilings; without --ceilings, a point too large for a very slow machine is held "
+        "against a quick measurement of this one, taken generously",
+    )
     cmd.add_argument(
         "--time-limit",
-        type=float,
+        type=positive_seconds,
         default=JOB_LIMIT_SECONDS,
-        help="seconds after which the measurement stops and the record says failed (0: none)",
+        help="seconds after which the measurement stops and the record says failed",
     )
     cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
 
@@ -257,6 +365,7 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--artifacts",
         required=True,
+        type=output_folder,
         help="folder for TTIR, PTX, cubin, SASS and resource dumps (one sub-folder per target)",
     )
 
@@ -282,7 +391,9 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--out", required=True, type=output_file, help="JSON with every launch's finding")
     cmd.add_argument(
-        "--artifacts", help="folder for the compiled variants' TTIR, PTX, cubin and SASS (default: none kept)"
+        "--artifacts",
+        type=output_folder,
+        help="folder for the compiled variants' TTIR, PTX, cubin and SASS (default: none kept)",
     )
     cmd.add_argument(
         "--jobs", type=positive_int, default=1, help="compiles side by side (processes; at most the cores)"
@@ -292,9 +403,11 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
 def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     from kernels.study.gpus import GPUS
 
-    cmd.add_argument("--batch", type=positive_int, default=1, help="B")
-    cmd.add_argument("--heads", type=positive_int, default=1, help="H")
-    cmd.add_argument("--tokens", type=positive_int, nargs="+", required=True, help="T (one or more)")
+    cmd.add_argument("--batch", type=batch_int, default=1, help="B")
+    cmd.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
+    cmd.add_argument(
+        "--tokens", type=tokens_int, nargs="+", required=True, help=f"T (one or more; at most {MAX_TOKENS:,})"
+    )
     cmd.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True, help="d")
     cmd.add_argument("--dtype", choices=DTYPES, default="float16")
     cmd.add_argument("--causal", action="store_true", help="mask future keys")
@@ -343,7 +456,7 @@ def usable_threads(asked: int | None) -> int | None:
 
 def run_measure(args: argparse.Namespace) -> int:
     point = point_from(args)
-    device = resolve_device(args.device) if args.device != "cuda" else "cuda"
+    device = resolve_device(args.device)  # cuda without a GPU: a skipped record says so
     select_mode(device)
     from kernels.io.records import write_record
     from kernels.measure.deadline import deadline
@@ -405,6 +518,11 @@ def run_ceilings(args: argparse.Namespace) -> int:
     threads = usable_threads(args.threads)
     if threads:
         torch.set_num_threads(threads)
+    absent = device_absent(device)
+    if absent:
+        write_text_atomic(args.out, json.dumps(ceilings.unavailable(device, absent), indent=1) + "\n")
+        print(f"ceilings not measured: {absent} -> {args.out}")
+        return 0
     found = ceilings.measure(device)
     write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
     print(
@@ -450,7 +568,7 @@ def run_build(args: argparse.Namespace) -> int:
     from kernels.io.atomic import write_text_atomic
 
     try:
-        points = [Point.from_name(name) for name in args.point]
+        points = points_named(args.point)
         targets = [local_target() if name == "local" else name for name in args.target]
         for name in targets:
             parse_target(name)
@@ -463,6 +581,17 @@ def run_build(args: argparse.Namespace) -> int:
     failed = sum(r["status"] != "ok" for r in result["variants"])
     print(f"{len(result['variants'])} builds ({len(targets)} targets), {failed} failed -> {args.out}")
     return 0
+
+
+def points_named(names: list[str]) -> list[Point]:
+    """--point NAME ...: each read back into its point, a bad one named."""
+    points = []
+    for name in names:
+        try:
+            points.append(Point.from_name(name))
+        except ValueError as err:
+            raise ValueError(f"--point {name}: {err}") from None
+    return points
 
 
 def local_target() -> str:
@@ -488,13 +617,13 @@ def print_build_record(record: dict) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    if args.head_dim and not args.tokens:
+        raise SystemExit("--head-dim needs --tokens (it replaces the default shapes)")
     device = resolve_device(args.device)
     select_mode(device)
     from kernels.impl import mode
     from kernels.measure import validate
 
-    if args.head_dim and not args.tokens:
-        raise SystemExit("--head-dim needs --tokens (it replaces the default shapes)")
     if args.tokens:
         shapes = tuple(
             validate.Shape(args.batch, args.heads, t, d, inputs=args.inputs)
@@ -504,6 +633,10 @@ def run_validate(args: argparse.Namespace) -> int:
     else:
         shapes = validate.CUDA_SHAPES if device == "cuda" else validate.CPU_SHAPES
     causals = {"both": (False, True), "true": (True,), "false": (False,)}[args.causal]
+    absent = device_absent(device)
+    if absent:
+        return validate_unavailable(args, absent, shapes, causals)
+    refuse_validation_too_large(args, shapes, device)
     print(
         f"# validate on {device} ({mode.describe()}), blocks {args.block_m}x{args.block_n}, seed {args.seed}",
         flush=True,
@@ -536,6 +669,65 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0 if args.exit_zero or all(r.as_expected for r in results) else 1
 
 
+def validate_unavailable(args: argparse.Namespace, reason: str, shapes, causals) -> int:
+    """cuda asked for without a GPU: every case is written with verdict unavailable and the
+    reason, so that the points of the study are recorded as skipped, naming it."""
+    from kernels.measure import validate
+
+    print(f"# validate on {args.device}: nothing run: {reason}", file=sys.stderr, flush=True)
+    results = validate.unavailable(
+        reason,
+        impls=tuple(args.impl),
+        dtypes=tuple(args.dtype),
+        causals=causals,
+        shapes=shapes,
+        block_m=args.block_m,
+        block_n=args.block_n,
+        seed=args.seed,
+    )
+    if not args.quiet:
+        print(validate.format_table(results))
+    print(validate.summary(results))
+    if args.json:
+        from kernels.io.atomic import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps([r.to_dict() for r in results], indent=1))
+    return 0
+
+
+def refuse_validation_too_large(args: argparse.Namespace, shapes, device: str) -> None:
+    """Shapes validation cannot hold in memory (the float64 reference keeps S and P whole),
+    or, under the interpreter, that are larger than measure would run there: refused before
+    anything is allocated, naming the flags."""
+    from kernels.measure.gates import GIB, MEMORY_FRACTION, figure
+    from kernels.measure.memory import available_bytes
+    from kernels.study.cost import predicted_bytes
+
+    triton = [name for name in args.impl if name.startswith("triton_")]
+    have = available_bytes(device)
+    for shape in shapes:
+        flags = (
+            f"--tokens {shape.tokens} --head-dim {shape.head_dim} --batch {shape.batch} --heads {shape.heads}"
+        )
+        need = max(
+            predicted_bytes(Point(impl, shape.batch, shape.heads, shape.tokens, shape.head_dim, dtype, True))
+            for impl in ("reference", "torch_naive")
+            for dtype in args.dtype
+        )
+        if need > MEMORY_FRACTION * have:
+            raise SystemExit(
+                f"validate {flags}: needs about {figure(need / GIB)} GiB (the float64 reference keeps "
+                f"S and P whole), {figure(have / GIB)} GiB available on {device}; give smaller --tokens"
+            )
+        scores = shape.batch * shape.heads * shape.tokens**2
+        if device == "cpu" and triton and scores > DEFAULT_INTERPRETER_LIMIT:
+            raise SystemExit(
+                f"validate {flags}: B·H·T² = {scores:,} score elements, more than the Triton "
+                f"interpreter is given in a study ({DEFAULT_INTERPRETER_LIMIT:,}, measure's "
+                f"--interpreter-limit); give smaller --tokens, or leave {', '.join(triton)} out of --impl"
+            )
+
+
 def run_preflight(args: argparse.Namespace) -> int:
     select_mode("cuda")  # compiled Triton; no GPU needed
     from kernels.build import preflight
@@ -543,7 +735,7 @@ def run_preflight(args: argparse.Namespace) -> int:
     from kernels.io.atomic import write_text_atomic
 
     try:
-        points = [Point.from_name(name) for name in args.point]
+        points = points_named(args.point)
         targets = [local_target() if name == "local" else name for name in args.target]
         for name in targets:
             parse_target(name)
@@ -569,6 +761,11 @@ def run_tile_errors(args: argparse.Namespace) -> int:
     select_mode(device)
     from kernels.measure import tile_errors
 
+    absent = device_absent(device)
+    if absent:
+        tile_errors.write([], args.out)  # the header only: no error was computed
+        print(f"no tile errors computed: {absent} -> {args.out} (header only)")
+        return 0
     rows = tile_errors.tile_errors(device, seed=args.seed)
     tile_errors.write(rows, args.out)
     print(f"{len(rows)} errors on {device} -> {args.out}")

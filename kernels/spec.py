@@ -102,3 +102,14 @@ CALL_BUDGET_SECONDS = 30.0
 CUDA_WARMUP_MS = 25
 CUDA_REP_MS = 100
 JOB_LIMIT_SECONDS = 900
+# The most B the command line takes: what the configuration's total_tokens (≤ 2³² − 1) can
+# make of one token per row; the memory and time gates then decide whether it runs. H is
+# bounded by MAX_GRID_YZ, as in the configuration.
+MAX_BATCH = (1 << 32) - 1
+# Without measured ceilings, a point is first held against a machine slower than any that
+# runs this project (1 GB/s, 1 GFLOP/s): within the budget even there, it runs without more
+# ado. Otherwise the machine's rates are measured quickly (a 64 MiB copy and a 1,024² product
+# on a CPU; the ceilings' own measurement on a GPU) and taken QUICK_CEILINGS_MARGIN times as
+# high, so that only a point far over the budget is skipped.
+SLOW_MACHINE: dict[str, float] = {"copy_gbps": 1.0, "matmul_tflops": 1e-3}
+QUICK_CEILINGS_MARGIN = 10.0

@@ -111,3 +111,25 @@ def test_large_batch_heads_run():
     out = kernels.attention(q, k, v, impl="triton_flash", causal=True, block_m=16, block_n=16)
     ref = kernels.attention(q, k, v, impl="reference", causal=True)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("impl", ["triton_naive", "triton_tile_softmax", "triton_flash"])
+def test_triton_paths_refuse_inputs_that_require_gradients(impl):
+    q, k, v = qkv()
+    k.requires_grad_(True)
+    with pytest.raises(
+        ValueError, match=r"k.requires_grad=True: impl='triton_\w+' has no backward pass"
+    ) as found:
+        call(q, k, v, impl=impl)
+    assert "support backward: reference, torch_naive, sdpa" in str(found.value)
+    with torch.no_grad():  # no graph asked for: answered
+        assert call(q, k, v, impl=impl, block_m=16, block_n=16).grad_fn is None
+
+
+def test_torch_paths_keep_their_graphs():
+    q, k, v = qkv(dtype=torch.float32)
+    q.requires_grad_(True)
+    for impl in ("torch_naive", "sdpa", "reference"):
+        call(q, k, v, impl=impl).sum().backward()
+        assert q.grad is not None and torch.isfinite(q.grad).all()
+        q.grad = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.spec import BLOCK_SIZES, HEAD_DIMS
+from kernels.spec import BLOCK_SIZES, HEAD_DIMS, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
 from kernels.spec import DTYPES as DTYPE_NAMES
 
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
@@ -65,4 +65,25 @@ def check_out(out: torch.Tensor | None, q: torch.Tensor) -> None:
             f"out must match q in shape, dtype and device: got {tuple(out.shape)}, "
             f"{dtype_name(out.dtype)}, {out.device}; expected {tuple(q.shape)}, "
             f"{dtype_name(q.dtype)}, {q.device}"
+        )
+
+
+# The implementations whose outputs carry an autograd graph (the Triton kernels have no
+# backward pass yet).
+BACKWARD_IMPLEMENTATIONS: tuple[str, ...] = tuple(
+    n for n in IMPLEMENTATIONS if n not in TRITON_IMPLEMENTATIONS
+)
+
+
+def check_no_grad(impl: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """A Triton implementation has no backward pass: inputs that require gradients (with
+    gradients enabled) are refused rather than answered with an output that has no graph."""
+    if not torch.is_grad_enabled():
+        return
+    wanting = [name for name, t in (("q", q), ("k", k), ("v", v)) if t.requires_grad]
+    if wanting:
+        raise ValueError(
+            f"{', '.join(f'{name}.requires_grad=True' for name in wanting)}: impl={impl!r} has no "
+            f"backward pass; implementations that support backward: {', '.join(BACKWARD_IMPLEMENTATIONS)} "
+            "(or call it under torch.no_grad(), or pass detached tensors)"
         )

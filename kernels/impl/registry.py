@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.impl.checks import check_block, check_out, check_qkv
+from kernels.impl.checks import check_block, check_no_grad, check_out, check_qkv
 from kernels.impl.reference import reference, torch_naive
 from kernels.impl.sdpa import sdpa
 from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, SDPA_IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
@@ -62,6 +62,7 @@ def attention(
     bm = check_block("block_m", block_m, DEFAULT_BLOCK)
     bn = check_block("block_n", block_n, DEFAULT_BLOCK)
     if impl in TRITON_IMPLEMENTATIONS:
+        check_no_grad(impl, q, k, v)
         return _triton(impl)(q, k, v, causal, bm, bn, out=out, **options)
     if block_m is not None or block_n is not None:
         raise ValueError(f"block_m/block_n apply to Triton implementations only, not impl={impl!r}")

@@ -6,8 +6,10 @@ for the interpreter."""
 
 from __future__ import annotations
 
+import math
+
 from kernels.measure.memory import available_bytes
-from kernels.spec import CALL_BUDGET_SECONDS, SDPA_IMPLEMENTATIONS
+from kernels.spec import CALL_BUDGET_SECONDS, QUICK_CEILINGS_MARGIN, SDPA_IMPLEMENTATIONS, SLOW_MACHINE
 from kernels.study import cost
 from kernels.study.launch import build_failure
 from kernels.study.point import Point
@@ -33,6 +35,7 @@ def validation_failure(results: list[dict] | None) -> str | None:
 
 
 def device_absent(device: str) -> str | None:
+    """Why ``device`` cannot run anything here (cuda asked for without a GPU), or None."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -53,12 +56,22 @@ def backend_unavailable(point: Point, device: str) -> str | None:
     return f"unsupported on this device: {why}" if why else None
 
 
+def figure(value: float) -> str:
+    """A number for a reason: three significant figures, thousands separated from 1,000 on,
+    never a rounded zero (2.4e-05, 0.375, 64.2, 16,384)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
 def memory_short(point: Point, device: str) -> str | None:
     need, have = cost.predicted_bytes(point), available_bytes(device)
     if need > MEMORY_FRACTION * have:
         return (
-            f"would not fit in memory: needs about {need / GIB:.2f} GiB, "
-            f"{have / GIB:.2f} GiB available on {device}"
+            f"would not fit in memory: needs about {figure(need / GIB)} GiB, "
+            f"{figure(have / GIB)} GiB available on {device}"
         )
     return None
 
@@ -71,15 +84,41 @@ def predicted_seconds(point: Point, ceilings: dict) -> float:
     return max(moved / (ceilings["copy_gbps"] * 1e9), model["flops"] / (ceilings["matmul_tflops"] * 1e12))
 
 
-def too_slow(point: Point, ceilings: dict | None, budget_seconds: float) -> str | None:
-    if not ceilings:
-        return None
+def assumed_ceilings(point: Point, device: str, budget_seconds: float) -> tuple[dict | None, str]:
+    """Rates to hold a point against when none were measured (or they are null: a device
+    this machine lacks), and how they were had. None where even a very slow machine
+    (SLOW_MACHINE) does one call within the budget: no measurement is needed then."""
+    if predicted_seconds(point, SLOW_MACHINE) <= budget_seconds:
+        return None, ""
+    from kernels.measure.ceilings import quick
+
+    found = quick(device)
+    margin = QUICK_CEILINGS_MARGIN
+    scaled = found | {k: found[k] * margin for k in ("copy_gbps", "matmul_tflops")}
+    return scaled, f"{margin:g} times a quick measurement of this machine, as no ceilings were given"
+
+
+def too_slow(
+    point: Point, ceilings: dict | None, budget_seconds: float, device: str | None = None
+) -> str | None:
+    """Over the time budget at ``ceilings``; without usable ceilings, on ``device``, at a
+    quick measurement of its rates taken generously (see ``assumed_ceilings``)."""
+    from kernels.measure.ceilings import usable
+
+    source = "the measured"
+    if not usable(ceilings):
+        if device is None:
+            return None
+        ceilings, how = assumed_ceilings(point, device, budget_seconds)
+        if ceilings is None:
+            return None
+        source = f"{how}:"
     seconds = predicted_seconds(point, ceilings)
     if seconds > budget_seconds:
         return (
-            f"predicted to take at least {seconds:,.0f} s per call ({cost.flops(point):.2e} FLOP at "
-            f"the measured {ceilings['matmul_tflops'] * 1e3:,.0f} GFLOP/s, or its bytes at "
-            f"{ceilings['copy_gbps']:,.1f} GB/s), over the budget of {budget_seconds:g} s per call"
+            f"predicted to take at least {figure(seconds)} s per call ({cost.flops(point):.2e} FLOP at "
+            f"{source} {figure(ceilings['matmul_tflops'] * 1e3)} GFLOP/s, or its bytes at "
+            f"{figure(ceilings['copy_gbps'])} GB/s), over the budget of {budget_seconds:g} s per call"
         )
     return None
 
@@ -105,14 +144,14 @@ def skip_reason(
     budget_seconds: float = CALL_BUDGET_SECONDS,
 ) -> str | None:
     """The first reason the point must not run, in the order a reader would check them.
-    ``ceilings``: the machine's measured rates (kernels.measure.ceilings); without them the
-    time budget is not applied."""
+    ``ceilings``: the machine's measured rates (kernels.measure.ceilings); without them (or
+    with null rates) the time budget is applied at a quick measurement taken generously."""
     return (
         build_failure(point.name, builds, required_targets)
         or validation_failure(validation)
         or device_absent(device)
         or backend_unavailable(point, device)
         or memory_short(point, device)
-        or too_slow(point, ceilings, budget_seconds)
+        or too_slow(point, ceilings, budget_seconds, device)
         or interpreter_too_small(point, device, interpreter_limit)
     )

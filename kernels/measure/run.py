@@ -237,7 +237,8 @@ def measure(
     ``builds``: build results covering the point; a variant that failed to build for one of
     ``required_targets`` (default: every target built) skips it. ``ceilings``: the machine's
     measured rates; a point predicted to take longer than ``budget_seconds`` per call is
-    skipped."""
+    skipped (without them, or with null rates, a point too large for a very slow machine is
+    held against a quick measurement of this one, taken generously: kernels.measure.gates)."""
     if threads:
         torch.set_num_threads(threads)
     record = base_record(point, device, seed)

@@ -1,6 +1,8 @@
 """The tile-softmax error map: the tile-local and the fused kernel against float64, over T and
 BLOCK_N, on one causal head of float32. Computed by the ``tile_errors`` rule in the same
-Triton mode as validation, so that the report only reads the table."""
+Triton mode as validation, so that the report only reads the table. Asked for cuda on a
+machine without a GPU, the command writes the header alone (no error was computed) and says
+why on its log."""
 
 from __future__ import annotations
 

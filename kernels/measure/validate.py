@@ -25,7 +25,7 @@ from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import future_mask, largest_product, reference_float64, torch_naive
 from kernels.impl.registry import attention
 from kernels.impl.sdpa import BackendUnavailableError
-from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
+from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, LARGE_INPUT, TRITON_IMPLEMENTATIONS
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here
 from kernels.study.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
@@ -50,8 +50,8 @@ class Result:
     error: float
     bound: float
     written: bool
-    # pass | fail | error | nonfinite | unavailable (a forced SDPA backend) | unfit (its
-    # launch cannot run on this GPU: the preflight says why)
+    # pass | fail | error | nonfinite | unavailable (a forced SDPA backend, or the device:
+    # cuda without a GPU) | unfit (its launch cannot run on this GPU: the preflight says why)
     verdict: str
     expected: str  # pass | fail | nonfinite
     seconds: float
@@ -59,8 +59,8 @@ class Result:
 
     @property
     def as_expected(self) -> bool:
-        """A backend the device lacks, or a launch the GPU cannot hold, is not a wrong answer:
-        the case is left out, naming why."""
+        """A backend or a device this machine lacks, or a launch the GPU cannot hold, is not
+        a wrong answer: the case is left out, naming why."""
         return self.verdict in (self.expected, "unavailable", "unfit")
 
     def to_dict(self) -> dict:
@@ -200,6 +200,54 @@ def validate(
             results.append(result)
             if progress:
                 progress(result)
+    return results
+
+
+def unavailable(
+    reason: str,
+    impls=IMPLEMENTATIONS,
+    dtypes=tuple(DTYPES),
+    causals=(False, True),
+    shapes=CPU_SHAPES,
+    block_m: int = DEFAULT_BLOCK,
+    block_n: int = DEFAULT_BLOCK,
+    seed: int = 0,
+) -> list[Result]:
+    """Every case ``validate`` would run, with verdict ``unavailable`` and ``reason``, for a
+    device this machine does not have (cuda without a GPU): nothing is run, nothing is
+    allocated, and each case still says what it would have been expected to give."""
+    results = []
+    for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
+        # max |q·k|: q = k = LARGE_INPUT everywhere for large inputs; normal inputs never
+        # come near a stored dtype's largest value
+        product = shape.head_dim * LARGE_INPUT**2 if shape.inputs == "large" else 0.0
+        for impl in impls:
+            triton = impl in TRITON_IMPLEMENTATIONS
+            results.append(
+                Result(
+                    impl=impl,
+                    dtype=dtype_name,
+                    causal=causal,
+                    batch=shape.batch,
+                    heads=shape.heads,
+                    tokens=shape.tokens,
+                    head_dim=shape.head_dim,
+                    layout=shape.layout,
+                    inputs=shape.inputs,
+                    block_m=block_m if triton else None,
+                    block_n=block_n if triton else None,
+                    seed=seed * 1_000_003 + case_index,
+                    error=float("nan"),
+                    bound=float("nan"),
+                    written=False,
+                    verdict="unavailable",
+                    expected=expected_verdict(
+                        impl, shape.tokens, block_n, dtype_name, product, shape.head_dim
+                    ),
+                    seconds=0.0,
+                    message=reason,
+                )
+            )
     return results
 
 

@@ -22,6 +22,8 @@ from kernels.spec import (
     INPUTS,
     LARGE_INPUT,
     MATERIALIZED,
+    MAX_BATCH,
+    MAX_GRID_YZ,
     MAX_ROW_BLOCK,
     MAX_SEED,
     MAX_TOKENS,
@@ -100,8 +102,9 @@ class Point:
             value = getattr(self, name)
             if value is not None and value not in ELEMENT_BYTES:
                 raise ValueError(f"{name}={value!r}: allowed values are {', '.join(ELEMENT_BYTES)}")
-        if self.tokens > MAX_TOKENS:
-            raise ValueError(f"tokens={self.tokens}: at most {MAX_TOKENS:,}")
+        for name, most in (("tokens", MAX_TOKENS), ("heads", MAX_GRID_YZ), ("batch", MAX_BATCH)):
+            if getattr(self, name) > most:
+                raise ValueError(f"{name}={getattr(self, name)}: at most {most:,}")
         if self.inputs not in INPUTS:
             raise ValueError(f"inputs={self.inputs!r}: allowed values are {', '.join(INPUTS)}")
         for name in ("block_m", "block_n"):
@@ -259,6 +262,24 @@ def positive_int(text: str) -> int:
     return value
 
 
+def bounded_int(most: int, why: str):
+    """An argparse type: an integer from 1 to ``most``, refused naming ``why`` beyond it."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"{value:,} is more than {most:,} ({why})")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its messages
+    return parse
+
+
+tokens_int = bounded_int(MAX_TOKENS, "the most T a study plans, as in the configuration")
+heads_int = bounded_int(MAX_GRID_YZ, "CUDA's grid limit, which carries B·H, as in the configuration")
+batch_int = bounded_int(MAX_BATCH, "the most B the configuration's total_tokens can make")
+
+
 def seed_int(text: str) -> int:
     """A seed torch accepts once per-case seeds are derived from it (0 … MAX_SEED)."""
     try:
@@ -281,17 +302,17 @@ def launch_pair(text: str) -> tuple[int, int]:
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that describe one point (``Point.cli_args`` writes them)."""
     parser.add_argument("--impl", required=True, choices=IMPLEMENTATIONS)
-    parser.add_argument("--batch", type=positive_int, default=1, help="B")
-    parser.add_argument("--heads", type=positive_int, default=1, help="H")
-    parser.add_argument("--tokens", type=positive_int, required=True, help="T")
+    parser.add_argument("--batch", type=batch_int, default=1, help="B")
+    parser.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
+    parser.add_argument("--tokens", type=tokens_int, required=True, help=f"T (at most {MAX_TOKENS:,})")
     parser.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True, help="d")
     parser.add_argument("--dtype", choices=DTYPES, required=True)
     parser.add_argument("--causal", action="store_true", help="mask future keys")
     parser.add_argument(
-        "--block-m", type=int, choices=BLOCK_SIZES, help=f"Triton only (default {DEFAULT_BLOCK})"
+        "--block-m", type=int, choices=BLOCK_SIZES, help=f"Triton only (default: {DEFAULT_BLOCK})"
     )
     parser.add_argument(
-        "--block-n", type=int, choices=BLOCK_SIZES, help=f"Triton only (default {DEFAULT_BLOCK})"
+        "--block-n", type=int, choices=BLOCK_SIZES, help=f"Triton only (default: {DEFAULT_BLOCK})"
     )
     parser.add_argument("--sp-dtype", choices=DTYPES, help="S/P dtype of triton_naive (default: --dtype)")
     parser.add_argument(

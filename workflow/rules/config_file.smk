@@ -1,10 +1,21 @@
 # Snakemake's own message for a config file that is empty, not a mapping or not YAML does
 # not say which file it means; this check of the workflow's config file does. (Files given
 # with --configfile are read by Snakemake before this Snakefile runs: snakemake#2439.)
+#
+# Every config file (the workflow's and those given with --configfile) and --config are
+# also refused, before any job and naming the key and the file, where they hold what YAML
+# and the schema let through silently: a key given twice (YAML keeps the last), a number
+# that is not finite (.nan, .inf: no comparison in the schema catches them), and a float
+# where the schema asks for an integer (3.0: JSON Schema counts it as an integer, but the
+# command line and the planner take integers only).
+import math
 import os
 
+import jsonschema
 import yaml
 from snakemake.exceptions import WorkflowError
+
+CONFIG_SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 
 
 def checked_config_file(path):
@@ -21,4 +32,111 @@ def checked_config_file(path):
     if not isinstance(content, dict):
         kind = type(content).__name__
         raise WorkflowError(f"config file {path} holds a {kind}, not a mapping of settings")
+    refuse_duplicate_keys(path)
+    refuse_silent_values(content, f"config file {path}")
     return path
+
+
+def dotted(keys):
+    """limits.call_seconds, sweep[1].tokens[0]: where a value sits."""
+    text = ""
+    for key in keys:
+        text += f"[{key}]" if isinstance(key, int) else f".{key}" if text else str(key)
+    return text or "the top level"
+
+
+def refuse_duplicate_keys(path):
+    """A key written twice in one mapping of the file, named with both lines."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            root = yaml.compose(stream, Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return  # Snakemake (or checked_config_file) says what is wrong with it
+    stack = [(root, [])]
+    while stack:
+        node, keys = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(item, keys + [i]) for i, item in enumerate(node.value)]
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        seen = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            name = (key_node.tag, key_node.value)
+            line = key_node.start_mark.line + 1
+            if name in seen:
+                raise WorkflowError(
+                    f"config file {path}: the key {dotted(keys + [key_node.value])} is given "
+                    f"twice (lines {seen[name]} and {line}); YAML would silently keep the "
+                    "last: give each key once"
+                )
+            seen[name] = line
+            stack.append((value_node, keys + [key_node.value]))
+
+
+def _strict_integers():
+    """The schema's validator, with integers that are ints (not 3.0) and enums that match
+    in type as well as value (16.0 is not 16, True is not 1)."""
+    with open(CONFIG_SCHEMA, encoding="utf-8") as stream:
+        schema = yaml.safe_load(stream)
+    base = jsonschema.validators.validator_for(schema)
+    checker = base.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int)
+
+    def enum(validator, allowed, instance, _schema):
+        if not any(type(instance) is type(a) and instance == a for a in allowed):
+            yield jsonschema.ValidationError(f"{instance!r} is not one of {allowed}")
+
+    strict = jsonschema.validators.extend(base, validators={"enum": enum}, type_checker=checker)
+    return strict(schema)
+
+
+def refuse_silent_values(content, source):
+    """A number that is not finite anywhere, or a float where the schema asks for an
+    integer, named with its key and where it was given."""
+    stack = [(content, [])]
+    while stack:
+        value, keys = stack.pop()
+        if isinstance(value, dict):
+            stack += [(v, keys + [k]) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, keys + [i]) for i, v in enumerate(value)]
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise WorkflowError(f"{source}: {dotted(keys)} = {value}: must be a finite number")
+    for error in _strict_integers().iter_errors(content):
+        value = error.instance
+        wanted = error.validator_value
+        if not isinstance(value, float) or not (
+            error.validator == "enum" or error.validator == "type" and "integer" in wanted
+        ):
+            continue  # Snakemake's validation of the whole config names the others
+        allowed = (
+            "an integer"
+            if error.validator == "type"
+            else f"one of {', '.join(map(str, error.validator_value))}"
+        )
+        hint = f": write {int(value)}" if value.is_integer() else ""
+        raise WorkflowError(
+            f"{source}: {dotted(error.absolute_path)} = {value!r} must be {allowed}{hint}"
+        )
+
+
+def check_command_line_config():
+    """The files given with --configfile and the values of --config, which Snakemake has
+    read before this file runs."""
+    paths, values = workflow.overwrite_configfiles, workflow.config_settings.config
+    for path in map(str, paths):
+        if not os.path.exists(path):
+            continue
+        refuse_duplicate_keys(path)
+        try:
+            with open(path, encoding="utf-8") as stream:
+                content = yaml.safe_load(stream)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue  # not YAML: Snakemake read it as JSON, or says what is wrong
+        if isinstance(content, dict):
+            refuse_silent_values(content, f"config file {path}")
+    refuse_silent_values(dict(values), "--config")
+
+
+check_command_line_config()

@@ -3,8 +3,9 @@ rule validate:
     The verdicts are written even when one is unexpected; the points of an implementation
     that failed are then recorded as skipped, never measured."""
     input:
-        # on a GPU: the cases whose launches cannot run there are left out, naming why
-        preflight=[rules.preflight.output[0]] if ON_GPU else [],
+        # on a GPU: the cases whose launches cannot run there are left out, naming why (without
+        # one, a cuda study's validation says the device is missing and launches nothing)
+        preflight=[rules.preflight.output[0]] if LOCAL_TARGET else [],
     output:
         f"{RESULTS}/validate/{attnio_point.VALIDATION_PATTERN}.json",
     log:
