@@ -1,88 +1,58 @@
 #!/usr/bin/env bash
-# scripts/gpu_study.sh — the GPU study on one GPU machine without internet, in one command,
-# from the project root:
-#   scripts/gpu_study.sh              on the GPU machine
-#   scripts/gpu_study.sh --rehearse   anywhere: everything but the GPU work
+# scripts/gpu_study.sh — the GPU study on one GPU machine without internet, one command well
+# under its 10 minutes, from the project root (then scripts/gpu_profile.sh):
+#   OUT=/some/folder scripts/gpu_study.sh     on the GPU machine
+#   scripts/gpu_study.sh --rehearse           anywhere: every command checked, no GPU work
 #
-# 1. Installs what the rules need from .whl/ (made beforehand, on a machine with internet, by
-#    scripts/gpu_wheels.sh for the GPU machine's Python) into /tmp/site; torch, triton and
-#    the image's scientific packages stay as they are.
-# 2. Estimates the study's duration on this machine (rule budget: the plan's jobs costed from
-#    the model, a job start-up and a kernel compile measured here) and stops when it exceeds
-#    GPU_STUDY_SECONDS (default 480).
-# 3. Runs the study: config/presets/gpu_study.yaml (build, validate, ceilings, every point
-#    timed, tables, reports).
-# 4. Runs the tests marked gpu, and Nsight Compute on the two headline points with its
-#    reports kept.
-# 5. Copies tables, records, logs and rendered reports to docs/results/<gpu>/ (to commit)
-#    and prints the headline numbers.
-# --rehearse (no GPU needed): steps 1 and 2 (for an H200), a dry run of step 3, step 4's
-# tests (skipped, saying why), and the headline script on the development results.
+# 1. packages: what the rules need beyond the image, from .whl/ (scripts/gpu_wheels.sh, run
+#    beforehand on a machine with internet) into /tmp/site; torch and triton stay the image's.
+# 2. preflight (snakemake preflight): every launch of the plan compiled for this GPU and held
+#    against its limits; what cannot run is printed, and the study goes on (validation leaves
+#    those cases out, naming why).
+# 3. estimate (snakemake budget): the study's duration on this machine; stops when it exceeds
+#    GPU_STUDY_SECONDS (default 480); goes on when no estimate could be made.
+# 4. the study: snakemake with config/config.yaml + config/presets/gpu_study.yaml (build,
+#    validate, ceilings, every point, tables, reports), --keep-going, stopped before the
+#    command's deadline; rerun the same command to go on where it stopped.
+# 5. with $OUT set: results/ packed there (study-results.tar.gz, build artifacts left out), the
+#    console log, and study-summary.txt (points ok/skipped/failed, the headline, seconds taken
+#    against the estimate), printed last.
+# --rehearse (no GPU needed): steps 2 and 4 as Snakemake dry runs with the same arguments,
+# every job's command checked by scripts/rehearse.py through the parsers the real run uses;
+# step 3 for real as well (it needs no GPU: an H200's estimate from this machine's start-ups
+# and compiles; GPU_REHEARSE_BUDGET=0 checks its plan only); $OUT packed into a temporary
+# folder unless OUT is set.
 set -euo pipefail
-
-REHEARSE=0
-[[ ${1:-} == --rehearse ]] && REHEARSE=1
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/gpu_common.sh
+source scripts/gpu_common.sh
+gpu_init study "$@"
 LIMIT=${GPU_STUDY_SECONDS:-480}
-PYTHON=${PYTHON:-python3}
-CONFIG=(--configfile config/config.yaml config/presets/gpu_study.yaml)
-log() { printf '\n== %s\n' "$*"; }
 
-log "1. packages"
-if compgen -G ".whl/*.whl" > /dev/null; then
-    SITE=${SITE:-/tmp/site}
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
-    export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}" JUPYTER_PATH="$SITE/share/jupyter" PATH="$SITE/bin:$PATH"
-else
-    echo "no .whl/ here: using the packages this Python has"
-    export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-fi
-"$PYTHON" -c "import snakemake, papermill, nbconvert, torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.cuda.is_available())"
-SNAKEMAKE=("$PYTHON" -m snakemake --cores all)
-if [[ $REHEARSE == 0 ]]; then
-    "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA GPU here: run with --rehearse')"
-fi
+step packages install_packages
+check_stack
 
-log "2. estimate (limit ${LIMIT} s)"
-"${SNAKEMAKE[@]}" budget --forcerun budget "${CONFIG[@]}"
-"$PYTHON" - "$LIMIT" <<'PY'
-import json, sys
-found = json.load(open("results/budget.json"))
-limit = float(sys.argv[1])
-print(f"{found['points']} points on {found['gpu']}: build {found['build_s']:.0f} s, validate "
-      f"{found['validate_s']:.0f} s, measure {found['measure_s']:.0f} s; total {found['total_s']:.0f} s "
-      f"(start-up {found['startup_s']:.1f} s, compile {found['compile_s']:.2f} s per variant, measured here)")
-sys.exit(0 if found["total_s"] <= limit else f"estimated {found['total_s']:.0f} s > {limit:.0f} s: shrink config/presets/gpu_study.yaml")
-PY
+step preflight smk preflight || echo "preflight failed (exit $SMK_RC): going on; validation finds what cannot run"
+[[ $REHEARSE == 1 ]] || "$PYTHON" scripts/gpu_out.py preflight results
 
-log "3. the study"
-STARTED=$(date +%s)
-if [[ $REHEARSE == 1 ]]; then
-    "${SNAKEMAKE[@]}" --dry-run --quiet rules "${CONFIG[@]}"
-else
-    "${SNAKEMAKE[@]}" "${CONFIG[@]}"
-fi
-echo "study: $(( $(date +%s) - STARTED )) s (estimated $("$PYTHON" -c 'import json; print(round(json.load(open("results/budget.json"))["total_s"]))') s)"
+# shellcheck disable=SC2317  # called through step
+estimate() {  # the budget rule (in a rehearsal its plan checked, then run: it needs no GPU)
+    if [[ $REHEARSE == 1 ]]; then
+        smk budget || return
+        if [[ ${GPU_REHEARSE_BUDGET:-1} == 0 ]]; then
+            echo "GPU_REHEARSE_BUDGET=0: the estimate's plan checked, the estimate not made"
+            return 0
+        fi
+        REHEARSE=0 smk budget || return
+        "$PYTHON" scripts/gpu_out.py estimate results "$LIMIT" --rehearse
+    else
+        # without an estimate the study still runs: the deadline stops it in time to pack
+        smk budget || echo "the estimate failed (exit $SMK_RC): going on without one"
+        "$PYTHON" scripts/gpu_out.py estimate results "$LIMIT"
+    fi
+}
+step estimate estimate || RC=$?
+((RC == 0)) || exit "$RC"
 
-log "4. gpu tests and Nsight Compute"
-"$PYTHON" -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider -rs || echo "gpu tests failed (see above)"
-GPU=$("$PYTHON" -c "import torch; print(torch.cuda.get_device_name().replace('NVIDIA ', '').replace(' ', '-') if torch.cuda.is_available() else 'rehearsal')")
-OUT=docs/results/$GPU
-if [[ $REHEARSE == 0 ]] && command -v ncu > /dev/null; then
-    mkdir -p "$OUT/ncu"
-    for point in triton_naive/bfloat16/B2-H16-T8192-d128-full-bm128-bn64-normal \
-                 triton_flash/bfloat16/B2-H16-T8192-d128-full-bm128-bn64-normal; do
-        args=$("$PYTHON" -c "import sys; from kernels.study.point import Point; print(' '.join(Point.from_name(sys.argv[1]).cli_args()))" "$point")
-        # shellcheck disable=SC2086
-        ncu --clock-control none --profile-from-start off --export "$OUT/ncu/${point%%/*}" --force-overwrite \
-            --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum \
-            "$PYTHON" -m kernels ncu-target $args --device cuda > "$OUT/ncu/${point%%/*}.txt"
-    done
-fi
-
-log "5. results"
-if [[ $REHEARSE == 0 ]]; then
-    mkdir -p "$OUT"
-    cp -r results/packed/index/. "$OUT/"
-    cp results/budget.json "$OUT/"
-fi
-"$PYTHON" -m reports.headline results
+step study smk || RC=$?
+exit "$RC"

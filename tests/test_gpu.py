@@ -2,7 +2,8 @@
 behaves, every launch candidate timed, and Nsight Compute's DRAM bytes parsed. Each test runs
 the command line in a child process, which selects compiled Triton (this suite's own process
 runs the interpreter). Without CUDA every test here is skipped, saying so; `make test` leaves
-them out and the GPU study script runs them (`pytest -m gpu`)."""
+them out and scripts/gpu_profile.sh runs them (rule gpu_tests of workflow/rules/profile.smk,
+which leaves out those the GPU study already does itself, saying why)."""
 
 import json
 import shutil
@@ -13,6 +14,7 @@ import pytest
 import torch
 from workflow_run import env
 
+from kernels.study import gpu_checks
 from kernels.study.point import Point
 
 pytestmark = [
@@ -42,10 +44,26 @@ def measured(tmp_path, point: Point, *extra: str) -> dict:
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("impl", ["triton_naive", "triton_flash", "triton_tile_softmax", "sdpa"])
+# The GPU study's validate jobs already validate every implementation of its sweep in bfloat16
+# (config/presets/gpu_study.yaml: the fused and materialized kernels at 128x64 blocks) over
+# the same shapes up to T = 16,384. Here, at the blocks kernels.study.gpu_checks names (those
+# the preflight compiles), the other dtypes, and the tile-local kernel, which the study does
+# not run, in every dtype.
+STUDY_DTYPES = ("bfloat16",)
+NOT_VALIDATED_BY_THE_STUDY = {
+    impl: [d for d in gpu_checks.VALIDATION_DTYPES if impl == "triton_tile_softmax" or d not in STUDY_DTYPES]
+    for impl in (*gpu_checks.VALIDATION_IMPLS, "sdpa")
+}
+
+
+@pytest.mark.parametrize("impl", list(NOT_VALIDATED_BY_THE_STUDY))
 def test_compiled_kernels_validate_up_to_16k_tokens(impl, tmp_path):
     out = tmp_path / "verdicts.json"
-    kernels_cli("validate", "--device", "cuda", "--impl", impl, "--exit-zero", "--quiet", "--json", str(out))
+    block_m, block_n = gpu_checks.VALIDATION_BLOCKS
+    kernels_cli(
+        "validate", "--device", "cuda", "--impl", impl, "--dtype", *NOT_VALIDATED_BY_THE_STUDY[impl],
+        "--block-m", str(block_m), "--block-n", str(block_n), "--exit-zero", "--quiet", "--json", str(out),
+    )  # fmt: skip
     results = json.loads(out.read_text())
     assert max(r["tokens"] for r in results) == 16384
     assert all(r["as_expected"] for r in results), [r for r in results if not r["as_expected"]][:3]
