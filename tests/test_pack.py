@@ -40,3 +40,29 @@ def test_a_link_out_of_the_folder_is_refused(tmp_path):
     index.write_text("<a href='../secret.txt'>s</a>")
     with pytest.raises(ValueError, match="leaves"):
         pack(index, tmp_path / "out")
+
+
+def test_a_packed_report_still_finds_the_index_warnings_it_links(tmp_path):
+    """A report links the index's warnings in one line instead of repeating them; packed,
+    the link lands on the index's warning box."""
+    import pandas as pd
+
+    from reports.pages.common import INDEX_WARNINGS
+    from reports.pages.index import render, validation_summary
+    from reports.pages.inputs import METRICS
+
+    point = {"impl": "sdpa", "batch": 1, "heads": 1, "tokens": 16, "head_dim": 16, "dtype": "float32"}
+    point |= {"causal": False, "inputs": "normal", "status": "skipped", "reason": "a test's reason"}
+    metrics = pd.DataFrame([dict.fromkeys(METRICS) | point])
+    results = tmp_path / "results"
+    (results / "reports").mkdir(parents=True)
+    page = render({"device": "cpu"}, metrics, validation_summary([]), {"storage": "Storage"}, pd.DataFrame())
+    (results / "index.html").write_text(page)
+    (results / "reports" / "storage.html").write_text(f"<a href='{INDEX_WARNINGS}'>warnings</a>")
+    out = tmp_path / "packed"
+    assert pack(results / "index.html", out) == []
+    packed = out / "reports" / "storage.html"
+    target, anchor = local_links(packed.read_text())[0], INDEX_WARNINGS.split("#")[1]
+    landed = (packed.parent / target).resolve()
+    assert landed == (out / "index.html").resolve()
+    assert f"id='{anchor}'" in landed.read_text() and "a test&#x27;s reason" in landed.read_text()

@@ -33,6 +33,7 @@ def metrics() -> pd.DataFrame:
 
 
 def test_index_findings_and_every_point_follow_the_records(metrics):
+    from reports.pages.common import number
     from reports.pages.index import render, validation_summary
 
     files = [
@@ -52,13 +53,13 @@ def test_index_findings_and_every_point_follow_the_records(metrics):
     by = metrics.set_index(["impl", "inputs"])
     naive, fused = by.loc[("triton_naive", "normal")], by.loc[("triton_flash", "normal")]
     assert (
-        f"the materialized kernels load and store {naive['traffic_model_bytes'] / MIB:,.1f} MiB, the fused "
-        f"kernel {fused['traffic_model_bytes'] / MIB:,.1f} MiB" in page
+        f"the materialized kernels load and store {number(naive['traffic_model_bytes'] / MIB)} MiB, the "
+        f"fused kernel {number(fused['traffic_model_bytes'] / MIB)} MiB" in page
     )
     tile = by.loc[("triton_tile_softmax", "normal")]
     assert f"off by up to {tile['max_abs_error']:.2g}" in page
     assert f"brings it to {fused['max_abs_error']:.1e}" in page
-    assert f"S and P take {naive['bytes_S'] / MIB:,.1f} MiB each" in page
+    assert f"S and P take {number(naive['bytes_S'] / MIB)} MiB each" in page
     assert page.count("<tr class=") == len(POINTS)
     failed = by.loc[("torch_naive", "large")]
     assert failed["status"] == "failed" and failed["reason"] in page

@@ -12,14 +12,18 @@ import re
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from reports.pages.common import load, show
+from kernels.spec import DEFAULT_TARGETS, TRITON_IMPLEMENTATIONS
+from reports.pages.common import implementations, load, names, sections, show
 
 __all__ = [
     "load",
     "show",
+    "empty",
+    "why_no_builds",
+    "why_no_fused",
     "summary",
     "resource_table",
-    "highlight",
+    "flag_colour",
     "resources_figure",
     "tensor_core_summary",
     "fused_table",
@@ -28,6 +32,20 @@ __all__ = [
 ]
 
 KIB = 1024
+FUSED_KERNEL = "attention_fwd_kernel"  # the kernel of triton_flash and triton_tile_softmax
+FUSED_IMPLEMENTATIONS = ("triton_flash", "triton_tile_softmax")
+# what each section shows, for the sentence it shows instead when the study has nothing for it
+empty = sections(
+    {
+        "resources": "the registers, spills, shared memory and resident blocks per SM of every "
+        "kernel variant on each target",
+        "tensor cores": "whether the fused kernel's matrix products use the target's tensor-core "
+        "instructions",
+        "candidates": "every launch candidate (num_warps, num_stages) of the fused kernel on each "
+        "target, with what it costs and whether a GPU run would time it",
+        "instructions": "every variant's memory instructions by class and width",
+    }
+)
 KERNEL_LABELS = {
     "scores_kernel": "naive: S = QKᵀ",
     "softmax_kernel": "naive: softmax",
@@ -128,21 +146,12 @@ def resource_table(builds: pd.DataFrame) -> pd.DataFrame:
     return natural_order(table, ["target", "kernel", "variant"])
 
 
-def highlight(table: pd.DataFrame):
-    """The table with flagged rows coloured (worst flag wins)."""
-
-    def colour(row):
-        for flag, shade in FLAG_COLOURS.items():
-            if flag in row["flags"]:
-                return [f"background-color: {shade}"] * len(row)
-        return [""] * len(row)
-
-    return (
-        table.style.set_uuid("build")
-        .apply(colour, axis=1)
-        .hide(axis="index")
-        .format({"shared KiB": "{:.1f}"}, na_rep="–")
-    )
+def flag_colour(row) -> list[str]:
+    """A row's cells coloured by its worst flag (for show(..., colour=flag_colour))."""
+    for flag, shade in FLAG_COLOURS.items():
+        if flag in row["flags"]:
+            return [f"background-color: {shade}"] * len(row)
+    return [""] * len(row)
 
 
 def resources_figure(table: pd.DataFrame):
@@ -185,9 +194,14 @@ def resources_figure(table: pd.DataFrame):
 
 def tensor_core_summary(builds: pd.DataFrame) -> str:
     """Whether the fused kernel's products run on tensor cores, per target, in words."""
-    fused = builds[(builds["kernel"] == "attention_fwd_kernel") & (builds["status"] == "ok")]
+    fused = builds[(builds["kernel"] == FUSED_KERNEL) & (builds["status"] == "ok")]
     if fused.empty:
-        return "No fused-kernel variant built in this run."
+        tried = int((builds["kernel"] == FUSED_KERNEL).sum())
+        return (
+            f"None of the {tried:,} fused variants built (the reasons are listed at the top)."
+            if tried
+            else ""
+        )
     lines = []
     for target, group in fused.groupby("target"):
         hgmma = int((group["sass_HGMMA"].astype(float) > 0).sum())
@@ -206,7 +220,9 @@ def tensor_core_summary(builds: pd.DataFrame) -> str:
 
 def fused_table(builds: pd.DataFrame) -> pd.DataFrame:
     """The fused kernel's variants with their tensor-core instruction counts."""
-    fused = builds[builds["kernel"] == "attention_fwd_kernel"]
+    fused = builds[builds["kernel"] == FUSED_KERNEL]
+    if fused.empty:
+        return pd.DataFrame()
     table = fused.assign(variant=fused.apply(shape_label, axis=1), kernel=fused.apply(kernel_label, axis=1))
     columns = ["target", "kernel", "variant", "status", "sass_HMMA", "sass_HGMMA", "sass_total"]
     return natural_order(table[columns], ["target", "kernel", "variant"])
@@ -310,7 +326,7 @@ def candidate_table(builds: pd.DataFrame) -> pd.DataFrame:
 
 def candidate_summary(table: pd.DataFrame) -> str:
     if table.empty:
-        return "No fused-kernel point in this run, so no launch candidate was built."
+        return ""
     lines = [
         f"- **{target}**: {int(group['timed on a GPU'].sum())} of {len(group)} candidates build "
         "without spilling"
@@ -319,9 +335,69 @@ def candidate_summary(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def summary(builds: pd.DataFrame) -> str:
+def _configured_targets(env: dict) -> list[str]:
+    build = (env.get("config") or {}).get("build") or {}
+    return list(build.get("targets", DEFAULT_TARGETS))
+
+
+def why_no_builds(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str | None:
+    """Why the study built no kernel, from its points and configuration; None when it built
+    one."""
+    if not builds.empty:
+        return None
+    triton = metrics[metrics["impl"].isin(TRITON_IMPLEMENTATIONS)]
+    if triton.empty:
+        return (
+            f"this study has no Triton point ({implementations(metrics)}), so there is no kernel to compile"
+        )
+    if not _configured_targets(env) and env.get("device") != "cuda":
+        return (
+            f"no target to build for: build.targets is empty and the run had no GPU (the "
+            f"Triton points, of {names(triton['impl'])}, ran under the interpreter)"
+        )
+    return (
+        f"the build table holds no variant, although the study has {len(triton):,} Triton "
+        f"point{'s' if len(triton) != 1 else ''} ({names(triton['impl'])})"
+    )
+
+
+def why_no_fused(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str | None:
+    """Why no fused-kernel variant was built, or None when one was."""
+    if (builds["kernel"] == FUSED_KERNEL).any():
+        return None
+    no_builds = why_no_builds(builds, metrics, env)
+    if no_builds:
+        return no_builds
+    triton = metrics.loc[metrics["impl"].isin(TRITON_IMPLEMENTATIONS), "impl"]
+    return (
+        f"this study has no point of the fused kernel ({names(FUSED_IMPLEMENTATIONS)}); its "
+        f"Triton implementation{'s' if triton.nunique() != 1 else ''}: {names(triton)}"
+    )
+
+
+def why_no_candidates(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str | None:
+    no_fused = why_no_fused(builds, metrics, env)
+    if no_fused:
+        return no_fused
+    if ((env.get("config") or {}).get("build") or {}).get("candidates") is False:
+        return "the configuration turns the launch candidates off (build.candidates: false)"
+    return "the build table holds no launch candidate of the fused kernel"
+
+
+def why_no_instructions(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str | None:
+    no_builds = why_no_builds(builds, metrics, env)
+    if no_builds:
+        return no_builds
+    if not (builds["status"] == "ok").any():
+        return f"no variant built: all {len(builds):,} failed (their reasons are listed at the top)"
+    return "the build table holds no instruction count (cuobjdump gave none)"
+
+
+def summary(builds: pd.DataFrame, why: str | None = None) -> str:
+    """Per target, the variants built and those that cannot run, with the reason of each
+    that cannot; ``why``: why nothing was built, when nothing was (why_no_builds)."""
     if builds.empty:
-        return "This run built no Triton kernel (no Triton implementation or no target)."
+        return f"No Triton kernel was built: {why or 'the build table is empty'}."
     counts = builds.groupby("target")["status"].value_counts().unstack(fill_value=0)
     lines = []
     for target, row in counts.iterrows():

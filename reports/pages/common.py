@@ -3,14 +3,16 @@ and the run summary shown under each title."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from functools import partial
 from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+
+from kernels.spec import LARGE_INPUT
+from reports.pages import inputs
 
 MIB = 1 << 20
 # What names a point in a table for a reader, before the columns a table is about.
@@ -52,25 +54,15 @@ def describe_figures() -> None:
     formatters["text/html"].for_type(Figure, figure_html)
 
 
-def read(path: str | Path):
-    """A results file by its kind: parquet or CSV → DataFrame, JSON → its value."""
-    path = Path(path)
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    if path.suffix == ".csv":
-        return pd.read_csv(path)
-    if path.suffix == ".json":
-        return json.loads(path.read_text())
-    raise ValueError(f"{path}: cannot read a {path.suffix or 'suffix-less'} file as a table")
-
-
 def load(summary: bool = True, **paths: str) -> SimpleNamespace:
-    """Read every input of a page (``metrics=...``, ``env=...``, ...), set the figure style
-    and, when there are metrics and provenance, show the run summary."""
+    """Read every input of a page (``metrics=...``, ``env=...``, ...) through the one loader
+    (reports.pages.inputs: a file that cannot be used stops the page with its name and the
+    reason), set the figure style and, when there are metrics and provenance, show the run
+    summary."""
     from IPython.display import Markdown, display
 
+    data = SimpleNamespace(**{name: inputs.read(name, path) for name, path in paths.items()})
     style()
-    data = SimpleNamespace(**{name: read(path) for name, path in paths.items()})
     if summary and hasattr(data, "metrics") and hasattr(data, "env"):
         display(Markdown(run_summary(data.metrics, data.env)))
     return data
@@ -101,21 +93,88 @@ def device_label(env: dict) -> str:
     return f"CPU: {env.get('cpu')} ({env.get('cpu_count')} cores) — CPU timings, not GPU ones"
 
 
-def run_summary(metrics: pd.DataFrame, env: dict) -> str:
+# where a report (results/reports/<name>.html) finds the index's list of what did not run
+INDEX_WARNINGS = "../index.html#warnings"
+
+
+def status_counts(metrics: pd.DataFrame) -> str:
+    """'5 ok, 2 skipped, 1 failed': the points by status, in that order."""
     counts = metrics["status"].value_counts()
+    order = [s for s in ("ok", "skipped", "failed") if s in counts] + sorted(
+        s for s in counts.index if s not in ("ok", "skipped", "failed")
+    )
+    return ", ".join(f"{counts[s]:,} {s}" for s in order)
+
+
+def run_summary(metrics: pd.DataFrame, env: dict) -> str:
+    """The run in one line, and, when some point did not run, one line that links the
+    index's warnings (which say why, point by point) instead of repeating them."""
     versions = env.get("versions", {})
     commit = (env.get("git") or {}).get("commit") or "unknown"
-    lines = [
+    points = f"{len(metrics):,} point{'s' if len(metrics) != 1 else ''}"
+    line = (
         f"**Run:** {device_label(env)}; torch {versions.get('torch')}, triton "
         f"{versions.get('triton')}; commit `{commit[:12]}`; config `{env.get('config_hash')}`. "
-        f"{len(metrics)} points: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + "."
-    ]
+        f"{points}: {status_counts(metrics) or 'none'}."
+    )
     bad = metrics[metrics["status"] != "ok"]
-    if not bad.empty:
-        reasons = bad.groupby(["status", "reason"]).size().reset_index(name="points")
-        lines.append("\n**Warning: not every point ran.**\n")
-        lines += [f"- {r.points} {r.status}: {r.reason}" for r in reasons.itertuples()]
-    return "\n".join(lines)
+    if bad.empty:
+        return line
+    return (
+        line + f"\n\n**Warning: not every point ran**: {len(bad):,} of {len(metrics):,} did not "
+        f"({status_counts(bad)}); why, point by point: [the index's warnings]({INDEX_WARNINGS})."
+    )
+
+
+# --- why a section has nothing to show, from the data ----------------------------------------
+
+
+def names(values) -> str:
+    """'a', 'a and b', 'a, b and c': the distinct values, sorted."""
+    found = sorted({str(v) for v in values})
+    if len(found) < 2:
+        return found[0] if found else "none"
+    return ", ".join(found[:-1]) + " and " + found[-1]
+
+
+def implementations(metrics: pd.DataFrame) -> str:
+    return f"its implementation{'s' if metrics['impl'].nunique() != 1 else ''}: {names(metrics['impl'])}"
+
+
+def why_nothing_ran(metrics: pd.DataFrame, kind: str = "") -> str | None:
+    """Why no point (of ``kind``: "Triton ", say) has a measurement at all, or None when one
+    ran."""
+    if metrics.empty:
+        return f"this study has no {kind}point"
+    if (metrics["status"] == "ok").any():
+        return None
+    return (
+        f"no {kind}point of this study ran ({status_counts(metrics)}; "
+        f"[the index's warnings]({INDEX_WARNINGS}) say why)"
+    )
+
+
+def why_untimed(metrics: pd.DataFrame, normal_only: bool = False) -> str | None:
+    """Why no point of the study was timed, or None when one was: nothing ran, or each
+    point that ran says why it was not timed (the records' time_reason). ``normal_only``:
+    for a section that leaves the large-input points out."""
+    nothing_ran = why_nothing_ran(metrics)
+    timed = ok(metrics).dropna(subset=["time_ms"])
+    if nothing_ran:
+        return nothing_ran
+    if normal_only and not timed.empty and (timed["inputs"] != "normal").all():
+        return (
+            f"the only timed points have large inputs (q = k = {LARGE_INPUT:,.0f}), which this "
+            "section leaves out"
+        )
+    if not timed.empty:
+        return None
+    untimed = ok(metrics)
+    reasons = "; ".join(
+        f"{names(group['impl'])}: {str(reason).removeprefix('not timed: ')}"
+        for reason, group in untimed.groupby(untimed["time_reason"].fillna("no reason recorded"))
+    )
+    return f"no point of this study was timed ({reasons})"
 
 
 def nonfinite(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -126,14 +185,18 @@ def nonfinite(metrics: pd.DataFrame) -> pd.DataFrame:
 def overflow_finding(metrics: pd.DataFrame) -> str:
     """One paragraph on the large-input points: which outputs overflowed, which stayed
     finite, and why, from the records."""
-    from kernels.spec import ELEMENT_BYTES, LARGE_INPUT
+    from kernels.spec import ELEMENT_BYTES
 
     large = metrics[(metrics["inputs"] == "large") & metrics["status"].isin(["ok", "failed"])]
     if large.empty:
-        return (
-            f"No point with large inputs (q = k = {LARGE_INPUT:,.0f}) ran in this study, so "
-            "nothing here shows how a stored S overflows its dtype."
+        planned = metrics[metrics["inputs"] == "large"]
+        why = (
+            f"its {len(planned):,} large-input point{'s' if len(planned) != 1 else ''} did not run "
+            f"({status_counts(planned)}; [the index's warnings]({INDEX_WARNINGS}) say why)"
+            if len(planned)
+            else "this study has no point with large inputs"
         )
+        return nothing(f"how a stored S overflows its dtype, on points with q = k = {LARGE_INPUT:,.0f}", why)
     broken, finite = nonfinite(large), large[large["nonfinite_outputs"].fillna(0) == 0]
     first = large.iloc[0]
     text = (
@@ -194,53 +257,101 @@ document.querySelectorAll("table.attnio-sortable").forEach(function (table) {
 </script>"""
 
 
-def _column_format(name: str, values: pd.Series) -> tuple[str, object]:
-    """A column's heading and format for a reader: bytes in MiB, times in ms, rates with a
-    few digits, errors in scientific notation, counts with thousands separators."""
-    if "bytes" in name and pd.api.types.is_numeric_dtype(values):
-        return name.replace("_bytes", "").replace("bytes_", "") + ", MiB", "{:,.2f}"
-    if name.endswith("_ms"):
-        return name[: -len("_ms")] + ", ms", "{:,.3f}"
+def number(value, digits: int = 3) -> str:
+    """A value as a reader wants it: ``digits`` significant figures, thousands separators,
+    no trailing zeros, integers as integers, scientific notation only below 0.001
+    (2.04, 40, 0.00195, 1,555, 131,072, 8.43e-07); missing: empty."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return str(value)
+    value = float(value)
+    if not np.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    magnitude = int(np.floor(np.log10(abs(value))))
+    if magnitude < -3:
+        return f"{value:.{digits - 1}e}"
+    decimals = max(digits - 1 - magnitude, 0)  # never rounds away a digit before the point
+    text = f"{round(value, decimals):,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _column_format(name: str, values: pd.Series, digits: int = 3) -> tuple[str, object, float]:
+    """A column's heading, format and divisor for a reader: bytes in MiB, times in ms, rates
+    and measures in significant figures, errors in scientific notation, speed-ups with ×,
+    fractions as percentages, counts with thousands separators."""
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    figures = partial(number, digits=digits)
+    if "bytes" in name and numeric:
+        return name.replace("_bytes", "").replace("bytes_", "") + ", MiB", figures, MIB
+    if name.endswith("_ms") and numeric:
+        return name[: -len("_ms")] + ", ms", figures, 1
     if name == "tflops":
-        return "TFLOP/s", "{:,.3f}"
+        return "TFLOP/s", figures, 1
     if name == "gbps":
-        return "GB/s", "{:,.1f}"
+        return "GB/s", figures, 1
+    if not numeric:
+        return name, None, 1
     if "error" in name:
-        return name, "{:.1e}"
+        return name, "{:.1e}", 1
     if name.startswith("speedup"):
-        return name, "{:.2f}×"
+        return name, lambda v: figures(v) + "×" if pd.notna(v) else "", 1
     if name.startswith("fraction"):
-        return name, "{:.0%}"
-    if pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        return name, "{:,}"
-    if pd.api.types.is_float_dtype(values):
-        return name, "{:,.3g}"
-    return name, None
+        return name, lambda v: number(100 * v, 2) + "%" if pd.notna(v) else "", 1
+    return name, figures, 1
 
 
-def readable(table: pd.DataFrame, uuid: str):
-    """A table as a reader wants it: MiB, ms and rates with sensible digits, no index
+def readable(table: pd.DataFrame, uuid: str, colour=None, digits: int = 3):
+    """A table as a reader wants it: MiB, ms and rates in significant figures, no index
     column, empty cells for missing values, sortable when long (SORTABLE_SCRIPT). The uuid
-    keeps the page's element ids fixed from one render to the next."""
+    keeps the page's element ids fixed from one render to the next; ``colour``: a function
+    of a row giving each cell's CSS (Styler.apply); ``digits``: significant figures."""
     shown, formats = pd.DataFrame(index=table.index), {}
     for name in table.columns:
-        heading, fmt = _column_format(name, table[name])
-        values = table[name] / MIB if heading.endswith(", MiB") else table[name]
+        heading, fmt, divisor = _column_format(name, table[name], digits)
         heading = heading.replace("_", " ")
-        shown[heading] = values
+        shown[heading] = table[name] / divisor if divisor != 1 else table[name]
         if fmt:
             formats[heading] = fmt
     styler = shown.reset_index(drop=True).style.hide(axis="index").set_uuid(uuid)
     styler = styler.format(formats, na_rep="")
+    if colour is not None:
+        styler = styler.apply(colour, axis=1)
     if len(table) >= LONG_TABLE:
         styler = styler.set_table_attributes('class="attnio-sortable"')
     return styler
 
 
-def show(table: pd.DataFrame, uuid: str) -> None:
-    """Display a readable table, with the sorting script after it when it is long."""
-    from IPython.display import HTML, display
+NOTHING = "Nothing to show here"  # how a section with nothing to show starts
 
-    display(readable(table, uuid))
+
+def nothing(what: str, why: str) -> str:
+    """The sentence a section shows in place of a figure or table the study has no data
+    for: what it would show, and why this study has nothing for it."""
+    return f"**{NOTHING}:** this section would show {what}; {why}."
+
+
+def sections(would_show: dict[str, str]):
+    """A page's ``empty(section, why)``: the nothing(...) sentence of one of its sections,
+    from what each section would show."""
+
+    def empty(section: str, why: str | None) -> str:
+        return nothing(would_show[section], why or "this study has no data for it")
+
+    return empty
+
+
+def show(table: pd.DataFrame, uuid: str, empty: str | None = None, colour=None, digits: int = 3) -> None:
+    """Display a readable table, with the sorting script after it when it is long; a table
+    without rows shows ``empty`` instead (a sentence of nothing(...)), or nothing."""
+    from IPython.display import HTML, Markdown, display
+
+    if table.empty:
+        if empty:
+            display(Markdown(empty))
+        return
+    display(readable(table, uuid, colour, digits))
     if len(table) >= LONG_TABLE:
         display(HTML(SORTABLE_SCRIPT))

@@ -12,7 +12,16 @@ import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
 from kernels.io.tables import POINT_KEY as TABLE_KEY
-from reports.pages.common import SORTABLE_SCRIPT, device_label, nonfinite
+from reports.pages import inputs
+from reports.pages.common import (
+    SORTABLE_SCRIPT,
+    device_label,
+    names,
+    nonfinite,
+    number,
+    status_counts,
+    why_nothing_ran,
+)
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;
 color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;
@@ -45,7 +54,7 @@ def _verdict(results: list[dict], unexpected: list[dict]) -> str:
 def validation_summary(paths) -> pd.DataFrame:
     rows = []
     for path in paths:
-        results = json.loads(Path(path).read_text())
+        results = inputs.read("validation", path)
         unexpected = [r for r in results if not r["as_expected"]]
         first = results[0] if results else {}
         rows.append(
@@ -192,7 +201,7 @@ def _normal(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def finding_storage(metrics: pd.DataFrame) -> str | None:
-    normal = _normal(metrics)
+    normal = _normal(metrics[metrics["status"] == "ok"])  # sizes of points that ran
     stored = _largest(normal[normal["bytes_S"] > 0])
     if stored.empty:
         return None
@@ -200,7 +209,7 @@ def finding_storage(metrics: pd.DataFrame) -> str | None:
     r = (two_bytes if len(two_bytes) else stored).sort_values("bytes_S").iloc[-1]
     return (
         f"At T = {r['tokens']:,} ({r['dtype']}, B={r['batch']}, H={r['heads']}), S and P take "
-        f"{r['bytes_S'] / MIB:,.1f} MiB each, {2 * r['bytes_S'] / MIB:,.1f} MiB together: "
+        f"{number(r['bytes_S'] / MIB)} MiB each, {number(2 * r['bytes_S'] / MIB)} MiB together: "
         "doubling T quadruples them."
     )
 
@@ -227,9 +236,9 @@ def finding_traffic(metrics: pd.DataFrame) -> str | None:
     naive, fused = pair
     return (
         f"At T = {naive['tokens']:,} (d={naive['head_dim']}, {naive['dtype']}), the materialized "
-        f"kernels load and store {naive['traffic_model_bytes'] / MIB:,.1f} MiB, the fused kernel "
-        f"{fused['traffic_model_bytes'] / MIB:,.1f} MiB: "
-        f"{naive['traffic_model_bytes'] / fused['traffic_model_bytes']:,.1f}× as much."
+        f"kernels load and store {number(naive['traffic_model_bytes'] / MIB)} MiB, the fused kernel "
+        f"{number(fused['traffic_model_bytes'] / MIB)} MiB: "
+        f"{number(naive['traffic_model_bytes'] / fused['traffic_model_bytes'])}× as much."
     )
 
 
@@ -254,9 +263,9 @@ def finding_speed(metrics: pd.DataFrame, env: dict) -> str | None:
     r = _largest(timed).sort_values("causal").iloc[0]
     where = "this CPU" if env.get("device") == "cpu" else env.get("gpu_name") or "this GPU"
     return (
-        f"On {where}, {r['impl']} ({r['dtype']}) runs {r['speedup_vs_materialized']:,.1f}× as fast "
+        f"On {where}, {r['impl']} ({r['dtype']}) runs {number(r['speedup_vs_materialized'])}× as fast "
         f"as {r['twin']} at T = {r['tokens']:,}, {'causal' if r['causal'] else 'not causal'} "
-        f"({r['time_ms']:,.3g} ms per call)."
+        f"({number(r['time_ms'])} ms per call)."
     )
 
 
@@ -272,15 +281,19 @@ def finding_prediction(predictions: pd.DataFrame | None) -> str | None:
     at = rows[rows["shape"] == shape].set_index("path")
     mat, fused = at.loc["materialized"], at.loc["fused"]
 
-    def band(r: pd.Series, c: str) -> str:
-        low, high = f"{r[c + '_low_bytes'] / MIB:,.0f}", f"{r[c + '_high_bytes'] / MIB:,.0f}"
+    def band(low: float, high: float) -> str:
+        low, high = number(low), number(high)
         return low if low == high else f"{low}–{high}"
 
+    def dram(r: pd.Series) -> str:
+        return band(r["dram_low_bytes"] / MIB, r["dram_high_bytes"] / MIB)
+
+    floors = band(mat["time_low_s"] * 1e6, mat["time_high_s"] * 1e6)
     return (
         f"Predicted, not measured: on an {mat['gpu']} at T = {mat['tokens']:,}, the materialized path "
-        f"would move {band(mat, 'dram')} MiB through DRAM (the range is L2 serving the S/P hand-off or "
-        f"not), the fused one {band(fused, 'dram')} MiB; time floors {mat['time_low_s'] * 1e6:,.1f}–"
-        f"{mat['time_high_s'] * 1e6:,.1f} µs against {fused['time_high_s'] * 1e6:,.1f} µs."
+        f"would move {dram(mat)} MiB through DRAM (the range is L2 serving the S/P hand-off or "
+        f"not), the fused one {dram(fused)} MiB; time floors {floors} µs against "
+        f"{number(fused['time_high_s'] * 1e6)} µs."
     )
 
 
@@ -299,7 +312,12 @@ def findings(metrics: pd.DataFrame, env: dict, predictions: pd.DataFrame | None,
         for page, text in items
         if text
     ]
-    return "<ul class='findings'>" + "".join(lines) + "</ul>" if lines else "<p>No finding: no point ran.</p>"
+    if lines:
+        return "<ul class='findings'>" + "".join(lines) + "</ul>"
+    why = why_nothing_ran(metrics) or (
+        f"none of its points ({names(metrics['impl'])}) answers a question the findings ask"
+    )
+    return f"<p>No finding: {html.escape(why)}.</p>"
 
 
 # What each table holds, for the list of tables (a table not named here is linked bare).
@@ -335,7 +353,7 @@ def tables_list(tables: list[str]) -> str:
 
 def title(notebook: str | os.PathLike) -> str:
     """A report's title: the first heading of its notebook."""
-    for cell in json.loads(Path(notebook).read_text())["cells"]:
+    for cell in inputs.read("notebook", notebook)["cells"]:
         if cell["cell_type"] == "markdown":
             for line in "".join(cell["source"]).splitlines():
                 if line.startswith("# "):
@@ -374,7 +392,7 @@ def render(
         for reason, group in bad.groupby("reason"):
             warnings.append(f"{len(group)} point(s) {status}: {reason}")
     banner = (
-        "<div class='warn'><strong>Warning: not everything ran.</strong><ul>"
+        "<div class='warn' id='warnings'><strong>Warning: not everything ran.</strong><ul>"
         + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
         + "</ul></div>"
         if warnings
@@ -391,7 +409,7 @@ def render(
                 f"{versions.get('python')} / {versions.get('torch')} / {versions.get('triton')}",
                 commit,
                 env.get("config_hash"),
-                ", ".join(f"{n} {s}" for s, n in metrics["status"].value_counts().items()),
+                status_counts(metrics) or "none",
             ],
         }
     )
@@ -399,10 +417,12 @@ def render(
         f"<li><a href='reports/{name}.html'>{html.escape(text)}</a></li>" for name, text in reports.items()
     )
     config = env.get("config") or {}
+    ran = (metrics["status"] == "ok").any()
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnio results"
         f"</title><style>{STYLE}</style></head><body><h1>attnio: why attention is hard to "
-        f"optimize</h1><p class='when'>Measured {html.escape(run_span(metrics))}; "
+        f"optimize</h1><p class='when'>{'Measured' if ran else 'Recorded (no point ran)'} "
+        f"{html.escape(run_span(metrics))}; "
         f"{html.escape(device_label(env))}.</p><h2>What this run found</h2>"
         f"{findings(metrics, env, predictions, reports)}{banner}<h2>Reports</h2><ul>{links}</ul>"
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
@@ -429,10 +449,10 @@ def write(
     """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb);
     ``files``: each point's record and log, ``tables``: the tables behind the reports, all
     relative to results/."""
-    env = json.loads(Path(env_path).read_text())
-    metrics = pd.read_parquet(metrics_path)
-    builds = pd.read_csv(builds_path)
-    predictions = pd.read_csv(predictions_path) if predictions_path else None
+    env = inputs.read("env", env_path)
+    metrics = inputs.read("metrics", metrics_path)
+    builds = inputs.read("builds", builds_path)
+    predictions = inputs.read("predictions", predictions_path) if predictions_path else None
     reports = {Path(path).stem: title(path) for path in notebooks}
     page = render(
         env, metrics, validation_summary(validation_paths), reports, builds, files, predictions, tables

@@ -11,11 +11,25 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.spec import SDPA_IMPLEMENTATIONS
-from reports.pages.common import POINT_COLUMNS, device_label, load, ok, show
+from reports.pages.common import (
+    POINT_COLUMNS,
+    device_label,
+    load,
+    names,
+    number,
+    ok,
+    sections,
+    show,
+    why_untimed,
+)
 
 __all__ = [
     "load",
     "show",
+    "empty",
+    "why_untimed",
+    "why_no_pair",
+    "why_no_sdpa",
     "device_label",
     "timed",
     "headline",
@@ -28,6 +42,20 @@ __all__ = [
 
 SHAPE = ["batch", "heads", "tokens", "head_dim", "causal", "inputs"]
 NATIVE = {"cpu": "float32"}  # the dtype a device's matrix products are fast in (GPU: any)
+# what each section shows, for the sentence it shows instead when the study has nothing for it
+empty = sections(
+    {
+        "headline": "the speed-up from fusing: each fused implementation's time against its "
+        "materialized twin's on the same inputs, in the device's native dtype",
+        "time": "time per call and TFLOP/s against T, a panel per dtype and head dimension",
+        "speedups": "every speed-up from fusing, in every dtype timed",
+        "best sdpa": "per shape, the fastest of PyTorch's SDPA backends, and the fused Triton "
+        "kernel against it where it was timed",
+        "bandwidth": "each timed point's achieved bandwidth and throughput",
+        "roofline": "each timed point under the roofline of this machine's measured ceilings, "
+        "with the bound that applies to it and the fraction of it reached",
+    }
+)
 
 
 def timed(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -40,6 +68,39 @@ def _fused(metrics: pd.DataFrame) -> pd.DataFrame:
     return data[(data["twin"] != data["impl"]) & data["speedup_vs_materialized"].notna()]
 
 
+def why_no_pair(metrics: pd.DataFrame, device: str | None = None) -> str | None:
+    """Why no fused implementation was timed beside its materialized twin (in the device's
+    native dtype when ``device`` is given), or None when one was."""
+    untimed = why_untimed(metrics)
+    if untimed:
+        return untimed
+    pairs = _fused(metrics)
+    native = NATIVE.get(device) if device else None
+    if not pairs.empty and native and (pairs["dtype"] != native).all():
+        return (
+            f"no pair was timed in {native}, this device's native dtype (pairs timed in "
+            f"{names(pairs['dtype'])} are in the table of every speed-up)"
+        )
+    if not pairs.empty:
+        return None
+    found = timed(metrics)
+    return (
+        "this study timed no fused implementation beside its materialized twin on the same "
+        f"inputs (timed: {names(found['impl'])} in {names(found['dtype'])})"
+    )
+
+
+def why_no_sdpa(metrics: pd.DataFrame) -> str | None:
+    untimed = why_untimed(metrics)
+    if untimed:
+        return untimed
+    found = timed(metrics)
+    found = found[found["inputs"] == "normal"]
+    if found["impl"].isin(SDPA_IMPLEMENTATIONS).any():
+        return None
+    return f"this study timed no SDPA implementation (timed: {names(found['impl'])})"
+
+
 def headline(metrics: pd.DataFrame, device: str) -> str:
     """The speed-up from fusing in the device's native dtype, largest T first."""
     native = NATIVE.get(device)
@@ -47,8 +108,7 @@ def headline(metrics: pd.DataFrame, device: str) -> str:
     if native:
         data = data[data["dtype"] == native]
     if data.empty:
-        where = f" in {native}" if native else ""
-        return f"No fused implementation and its materialized twin were both timed{where} in this run."
+        return empty("headline", why_no_pair(metrics, device))
     lines = []
     for (impl, twin, dtype), group in data.groupby(["impl", "twin", "dtype"]):
         best = group.groupby(SHAPE)["speedup_vs_materialized"].max().reset_index()
@@ -148,12 +208,20 @@ def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:
     return timed(metrics)[columns].sort_values(["impl", "dtype", "tokens"]).reset_index(drop=True)
 
 
+def measured(found: dict) -> bool:
+    """Whether the ceilings hold rates (a device the machine lacks has none, and a reason)."""
+    return found.get("copy_gbps") is not None and found.get("matmul_tflops") is not None
+
+
 def roofline(metrics: pd.DataFrame, found: dict) -> pd.DataFrame:
     """Each timed point against the machine's measured ceilings: the bound that applies at
     its arithmetic intensity (copy bandwidth below the ridge, matrix-product rate above) and
     the fraction of that bound it reached."""
     data = timed(metrics)
     data = data[data["inputs"] == "normal"]
+    if not measured(found):
+        data = data.iloc[0:0]  # no roof to hold them against
+        found = {"matmul_tflops": 1.0, "copy_gbps": 1.0}
     peak, copy = found["matmul_tflops"] * 1e12, found["copy_gbps"] * 1e9
     ridge = peak / copy
     memory_bound = data["intensity_flop_per_byte"] < ridge
@@ -193,10 +261,13 @@ def roofline_figure(table: pd.DataFrame, found: dict):
     return fig
 
 
-def roofline_summary(table: pd.DataFrame, found: dict) -> str:
-    """Per implementation, which bound applies and the best fraction of it reached."""
+def roofline_summary(table: pd.DataFrame, found: dict, why: str | None = None) -> str:
+    """Per implementation, which bound applies and the best fraction of it reached; ``why``:
+    why no point was timed, when none was (why_untimed)."""
     if table.empty:
-        return "No timed point, so nothing to place on the roofline."
+        return empty(
+            "roofline", why if measured(found) else f"no ceilings were measured: {found.get('reason')}"
+        )
     lines = []
     for (impl, dtype), group in table.groupby(["impl", "dtype"]):
         # the largest T, not causal where timed so
@@ -204,9 +275,9 @@ def roofline_summary(table: pd.DataFrame, found: dict) -> str:
         mask = "causal" if last["causal"] else "not causal"
         lines.append(
             f"- **{impl}** ({dtype}): {last['bound']}-bound at the largest T (T = {last['tokens']:,}, "
-            f"{mask}, {last['intensity_flop_per_byte']:,.0f} FLOP/B), reaching "
-            f"{last['fraction_of_bound']:.0%} of that bound; best over the sweep "
-            f"{group['fraction_of_bound'].max():.0%}."
+            f"{mask}, {number(last['intensity_flop_per_byte'])} FLOP/B), reaching "
+            f"{number(100 * last['fraction_of_bound'], 2)}% of that bound; best over the sweep "
+            f"{number(100 * group['fraction_of_bound'].max(), 2)}%."
         )
     ridge = found["matmul_tflops"] * 1e3 / found["copy_gbps"]
     return (
@@ -220,6 +291,8 @@ def roofline_summary(table: pd.DataFrame, found: dict) -> str:
 
 def ceilings(found: dict) -> str:
     """The machine's measured rates, for reading the bandwidth and throughput above."""
+    if not measured(found):
+        return f"**No ceilings measured here:** {found.get('reason') or 'the ceilings hold no rates'}."
     return (
         f"**Measured ceilings of this machine** ({found['device_name']}, {found['threads']} "
         f"threads): memory copy {found['copy_gbps']:.1f} GB/s; {found['matmul_dtype']} matrix "

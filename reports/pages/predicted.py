@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from reports.pages.common import MIB, headline_shape, load, show
+from reports.pages.common import MIB, headline_shape, load, names, number, sections, show, why_untimed
 
 __all__ = [
     "load",
@@ -24,9 +24,23 @@ __all__ = [
     "speedup_table",
     "measured",
     "launch_table",
+    "empty",
+    "why_unmeasured",
+    "every_launch_fits",
 ]
 
 PATH_COLOURS = {"materialized": "tab:red", "fused": "tab:blue"}
+MEASURED_IMPLS = ["triton_naive", "triton_flash"]  # the paths the predictions are for
+# what each section shows, for the sentence it shows instead when the study has nothing for it
+empty = sections(
+    {
+        "speedup": "both paths' predicted DRAM bytes and time floors at the sweep's T, and the "
+        "predicted gain from fusing",
+        "measured": "this run's GPU times of "
+        + " and ".join(MEASURED_IMPLS)
+        + " against the predictions for its GPU",
+    }
+)
 
 
 def shape_title(predictions: pd.DataFrame, shape: str) -> str:
@@ -69,8 +83,8 @@ def gpu_table(gpus: pd.DataFrame, env: dict | None = None) -> pd.DataFrame:
         }
     )
     if env and env.get("device") == "cuda" and env.get("l2_bytes"):
-        table.attrs["measured_l2"] = f"{env['gpu_name']} reports {env['l2_bytes'] / MIB:.0f} MiB of L2"
-    return table.round(2)
+        table.attrs["measured_l2"] = f"{env['gpu_name']} reports {number(env['l2_bytes'] / MIB)} MiB of L2"
+    return table
 
 
 def _shape(frame: pd.DataFrame, shape: str) -> pd.DataFrame:
@@ -217,25 +231,23 @@ def speedup_table(predictions: pd.DataFrame, shape: str) -> pd.DataFrame:
         values=["dram_low_bytes", "dram_high_bytes", "time_low_s", "time_high_s"],
     )
 
-    def band(low, high, unit, digits):
+    def band(low, high, unit):
+        """Each value in significant figures, one where both ends read the same."""
         return [
-            f"{a / unit:,.{digits}f}"
-            if round(a / unit, digits) == round(b / unit, digits)
-            else f"{a / unit:,.{digits}f}–{b / unit:,.{digits}f}"
+            number(a / unit)
+            if number(a / unit) == number(b / unit)
+            else f"{number(a / unit)}–{number(b / unit)}"
             for a, b in zip(low, high, strict=True)
         ]
 
     out = pd.DataFrame(index=wide.index)
     for path in ("materialized", "fused"):
-        out[f"{path} DRAM, MiB"] = band(
-            wide[("dram_low_bytes", path)], wide[("dram_high_bytes", path)], MIB, 1
-        )
-        out[f"{path} µs"] = band(wide[("time_low_s", path)], wide[("time_high_s", path)], 1e-6, 2)
+        out[f"{path} DRAM, MiB"] = band(wide[("dram_low_bytes", path)], wide[("dram_high_bytes", path)], MIB)
+        out[f"{path} µs"] = band(wide[("time_low_s", path)], wide[("time_high_s", path)], 1e-6)
     out["fused ×"] = band(
         wide[("time_low_s", "materialized")] / wide[("time_low_s", "fused")],
         wide[("time_high_s", "materialized")] / wide[("time_high_s", "fused")],
         1,
-        2,
     )
     return out.reset_index().rename(columns={"gpu": "GPU", "tokens": "T"})
 
@@ -268,6 +280,36 @@ def measured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> pd.
         for a, b in zip(both["dram_low_bytes"], both["dram_high_bytes"], strict=True)
     ]
     return both
+
+
+def why_unmeasured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> str:
+    """Why no measured GPU time stands beside the predictions."""
+    if env.get("device") != "cuda":
+        return (
+            "this run was on a CPU, so every number above is a prediction (a run on a GPU, see "
+            "the README, adds its times here as measured/predicted ratios)"
+        )
+    predicted = names(predictions["gpu"])
+    if not any(g in (env.get("gpu_name") or "") for g in predictions["gpu"].unique()):
+        return f"no prediction is for this run's GPU ({env.get('gpu_name')}; predicted: {predicted})"
+    mine = metrics[metrics["impl"].isin(MEASURED_IMPLS)]
+    untimed = why_untimed(mine, normal_only=True) if len(mine) else None
+    if mine.empty or untimed:
+        return untimed or f"this study has no point of {' or '.join(MEASURED_IMPLS)}"
+    return "no timed point of this run has the shape, dtype and blocks of a prediction"
+
+
+def _shapes(count: int) -> str:
+    return "the one predicted shape" if count == 1 else f"all {count:,} predicted shapes"
+
+
+def every_launch_fits(predictions: pd.DataFrame) -> str:
+    return (
+        f"No predicted path is limited by a launch: {_shapes(predictions['shape'].nunique())} "
+        f"launch{'es' if predictions['shape'].nunique() == 1 else ''} on the targets of "
+        f"{names(predictions['gpu'])}, as far as "
+        "this run's builds show (a study that built no kernel shows no launch limit)."
+    )
 
 
 def launch_table(predictions: pd.DataFrame) -> pd.DataFrame:

@@ -8,11 +8,25 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.spec import ELEMENT_BYTES
-from reports.pages.common import MIB, POINT_COLUMNS, load, ok, overflow_finding, show
+from reports.pages.common import (
+    MIB,
+    POINT_COLUMNS,
+    load,
+    names,
+    number,
+    ok,
+    overflow_finding,
+    sections,
+    show,
+    why_nothing_ran,
+)
 
 __all__ = [
     "load",
     "show",
+    "empty",
+    "why_no_peak",
+    "why_no_seed",
     "seed_check",
     "storage_figure",
     "quadrupling",
@@ -26,6 +40,15 @@ __all__ = [
 # page checks the model against them, so they are a citation, not a result.
 SEED_CLAIMS = pd.DataFrame({"tokens": [4096, 8192], "seed says, MiB": [32, 128]})
 SEED_DTYPE = "float16"
+# what each section shows, for the sentence it shows instead when the study has nothing for it
+empty = sections(
+    {
+        "peaks": "the peak memory each point allocated during one call, against S + P",
+        "seed": "the seed article's two quoted sizes of S beside the model's",
+        "peak figure": "the measured peak allocation of the paths that store S and P against "
+        "S + P, on log–log axes",
+    }
+)
 
 
 def with_mib(sizes: pd.DataFrame) -> pd.DataFrame:
@@ -42,6 +65,14 @@ def seed_check(sizes: pd.DataFrame) -> pd.DataFrame:
     model = seed_marks(sizes)[["tokens", "MiB"]].rename(columns={"MiB": "model, MiB"})
     check = SEED_CLAIMS.merge(model, on="tokens")
     return check.assign(agree=check["seed says, MiB"] == check["model, MiB"])
+
+
+def why_no_seed(sizes: pd.DataFrame) -> str | None:
+    if not seed_marks(sizes).empty:
+        return None
+    return f"the model's table of sizes has no {SEED_DTYPE} size at T = " + " or ".join(
+        f"{t:,}" for t in SEED_CLAIMS["tokens"]
+    )
 
 
 def storage_figure(sizes: pd.DataFrame):
@@ -137,12 +168,30 @@ def masks(data: pd.DataFrame) -> str:
     return "causal and not" if len(found) == 2 else ("causal" if True in found else "not causal")
 
 
+def why_no_peak(metrics: pd.DataFrame, stored_only: bool = False) -> str | None:
+    """Why no point has a measured peak allocation (of a path that stores S and P, when
+    ``stored_only``), or None when one has."""
+    nothing_ran = why_nothing_ran(metrics)
+    if nothing_ran:
+        return nothing_ran
+    data = _measured_peaks(metrics)
+    if data.empty:
+        ran = ok(metrics)
+        return (
+            "no point that ran with normal inputs has a measured peak allocation (ran: "
+            f"{names(ran['impl'])}, inputs {names(ran['inputs'])})"
+        )
+    if stored_only and not (data["stored"] > 0).any():
+        return f"no path that stores S and P ran (ran: {names(data['impl'])}, which store neither)"
+    return None
+
+
 def above_the_line(metrics: pd.DataFrame) -> str:
     """Which stored-S/P paths sit above peak = S + P, by how much and why, and where the
     fused ones stay, from the measured peaks at each path's largest T."""
     data = _measured_peaks(metrics)
     if data.empty:
-        return "No point with a measured peak allocation in these metrics."
+        return empty("peaks", why_no_peak(metrics))
     lines = []
     for (impl, dtype), group in data.groupby(["impl", "dtype"], sort=True):
         row = group.sort_values("tokens").iloc[-1]
@@ -150,14 +199,14 @@ def above_the_line(metrics: pd.DataFrame) -> str:
         if stored == 0:
             lines.append(
                 f"- **{impl}** ({dtype}) stores neither S nor P: at T = {tokens:,} its peak is "
-                f"{peak / MIB:,.2f} MiB, {row['per_score']:.2f} B per score."
+                f"{number(peak / MIB)} MiB, {number(row['per_score'])} B per score."
             )
         elif peak > 1.05 * stored:
             element = ELEMENT_BYTES[dtype]
             lines.append(
                 f"- **{impl}** ({dtype}) sits {peak / stored:.2f}× above the line at T = {tokens:,}: "
-                f"{peak / MIB:,.0f} MiB against {stored / MIB:,.0f} MiB of S + P, "
-                f"{row['per_score']:.1f} B per score instead of {2 * element}."
+                f"{number(peak / MIB)} MiB against {number(stored / MIB)} MiB of S + P, "
+                f"{number(row['per_score'])} B per score instead of {2 * element}."
                 + (
                     f" Its softmax runs in float32, so a float32 copy of S and the float32 "
                     f"probabilities (4 B per score each) are alive beside the {dtype} S "
@@ -168,8 +217,8 @@ def above_the_line(metrics: pd.DataFrame) -> str:
             )
         else:
             lines.append(
-                f"- **{impl}** ({dtype}) sits on the line: {peak / MIB:,.0f} MiB at T = {tokens:,} "
-                f"against {stored / MIB:,.0f} MiB of S + P."
+                f"- **{impl}** ({dtype}) sits on the line: {number(peak / MIB)} MiB at T = {tokens:,} "
+                f"against {number(stored / MIB)} MiB of S + P."
             )
     return "\n".join(lines)
 

@@ -8,11 +8,13 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.colors import LogNorm
 
-from reports.pages.common import POINT_COLUMNS, load, overflow_finding, show
+from reports.pages.common import POINT_COLUMNS, implementations, load, overflow_finding, sections, show
 
 __all__ = [
     "load",
     "show",
+    "empty",
+    "why_no_swept",
     "figure4_table",
     "example_figure",
     "error_heatmaps",
@@ -20,6 +22,16 @@ __all__ = [
     "swept_errors",
     "overflow_finding",
 ]
+
+IMPLS = ["triton_tile_softmax", "triton_flash"]
+# what each section shows, for the sentence it shows instead when the study has nothing for it
+empty = sections(
+    {
+        "error map": "the tile-local and the fused kernel's error against T and BLOCK_N, from "
+        "the error table",
+        "swept": "the tile-local and the fused kernel's error at this study's own points",
+    }
+)
 
 
 def figure4_table(example: dict):
@@ -54,7 +66,9 @@ def example_figure(example: dict):
 def error_heatmaps(errors: pd.DataFrame):
     """The tile-local and the fused kernel's errors side by side on one logarithmic colour
     scale, so that the same colour is the same error in both."""
-    impls = ["triton_tile_softmax", "triton_flash"]
+    impls = IMPLS
+    if errors.empty:
+        return None
     positive = errors.loc[errors["error"] > 0, "error"]
     floor = positive.min() if len(positive) else 1e-12
     norm = LogNorm(vmin=floor, vmax=max(errors["error"].max(), floor * 10))
@@ -80,6 +94,8 @@ def error_heatmaps(errors: pd.DataFrame):
 
 def case_text(errors: pd.DataFrame, env: dict) -> str:
     """What the error map was computed on, read from the table and the run's provenance."""
+    if errors.empty:
+        return empty("error map", "the error table has no row")
     where = "GPU, compiled" if env.get("device") == "cuda" else "CPU, Triton interpreter"
     first = errors.iloc[0]
     return (
@@ -89,7 +105,13 @@ def case_text(errors: pd.DataFrame, env: dict) -> str:
     )
 
 
+def why_no_swept(metrics: pd.DataFrame) -> str | None:
+    if metrics["impl"].isin(IMPLS).any():
+        return None
+    return f"this study has no point of {' or '.join(IMPLS)} ({implementations(metrics)})"
+
+
 def swept_errors(metrics: pd.DataFrame) -> pd.DataFrame:
-    swept = metrics[metrics["impl"].isin(["triton_tile_softmax", "triton_flash"])]
+    swept = metrics[metrics["impl"].isin(IMPLS)]
     columns = [*POINT_COLUMNS, "block_m", "block_n", "max_abs_error", "nonfinite_outputs", "status"]
     return swept[columns].sort_values(["tokens", "impl"]).reset_index(drop=True)

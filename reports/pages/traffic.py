@@ -10,11 +10,26 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.spec import ELEMENT_BYTES, TRITON_IMPLEMENTATIONS
-from reports.pages.common import MIB, describe_case, headline_shape, load, ok, show
+from reports.pages.common import (
+    MIB,
+    describe_case,
+    headline_shape,
+    implementations,
+    load,
+    names,
+    number,
+    ok,
+    sections,
+    show,
+    why_nothing_ran,
+)
 
 __all__ = [
     "load",
     "show",
+    "empty",
+    "why_no_triton",
+    "why_uncounted",
     "headline_figure",
     "headline_text",
     "traffic_by_stage",
@@ -32,6 +47,24 @@ CASE = ["batch", "heads", "head_dim", "dtype", "causal", "block_m", "block_n"]
 
 
 PATH_STYLE = {"materialized": ("tab:red", "triton_naive"), "fused": ("tab:blue", "triton_flash")}
+# what each section shows, for the sentence it shows instead when the study has nothing for it
+empty = sections(
+    {
+        "by stage": "the bytes each stage of the Triton kernels moves (the model, as issued), as "
+        "shares of each point's total",
+        "counted": "the bytes the Triton interpreter counted at each point against the model",
+        "dram": "the DRAM bytes Nsight Compute measured against the model, with the S/P "
+        "footprint relative to L2",
+        "blocks": "the fused kernel's modelled traffic against its block size at this study's longest case",
+    }
+)
+
+
+def why_no_triton(metrics: pd.DataFrame) -> str | None:
+    """Why the study has no Triton point, or None when it has one."""
+    if metrics["impl"].isin(TRITON_IMPLEMENTATIONS).any():
+        return None
+    return f"this study has no Triton point ({implementations(metrics)})"
 
 
 def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
@@ -123,10 +156,10 @@ def headline_text(predictions: pd.DataFrame) -> str:
         issued, compulsory = at["issued_bytes"] / MIB, at["compulsory_bytes"] / MIB
         lines.append(
             f"- At T = {int(frame['tokens'].max()):,} ({label}): the materialized path issues "
-            f"{issued['materialized']:,.1f} MiB ({compulsory['materialized']:,.1f} MiB compulsory), "
-            f"the fused one {issued['fused']:,.1f} MiB ({compulsory['fused']:,.1f} MiB compulsory): "
-            f"{issued['materialized'] / issued['fused']:,.1f}× as issued, "
-            f"{compulsory['materialized'] / compulsory['fused']:,.0f}× compulsory."
+            f"{number(issued['materialized'])} MiB ({number(compulsory['materialized'])} MiB "
+            f"compulsory), the fused one {number(issued['fused'])} MiB ({number(compulsory['fused'])} "
+            f"MiB compulsory): {number(issued['materialized'] / issued['fused'])}× as issued, "
+            f"{number(compulsory['materialized'] / compulsory['fused'])}× compulsory."
         )
     return "\n".join(lines)
 
@@ -189,14 +222,27 @@ def counted_vs_model(metrics: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def counted_summary(counted: pd.DataFrame) -> str:
+def why_uncounted(metrics: pd.DataFrame, env: dict) -> str:
+    """Why no point was counted in the interpreter."""
+    no_triton = why_no_triton(metrics)
+    if no_triton:
+        return no_triton
+    if env.get("device") == "cuda":
+        return "on a GPU the Triton kernels are compiled, not interpreted, so no byte is counted"
+    triton = metrics[metrics["impl"].isin(TRITON_IMPLEMENTATIONS)]
+    return why_nothing_ran(triton, "Triton ") or "no Triton point that ran has a count"
+
+
+def counted_summary(counted: pd.DataFrame, why: str | None = None) -> str:
+    """How many counted points moved exactly the model's bytes; ``why``: why none was
+    counted, when none was (why_uncounted)."""
     if counted.empty:
-        return "No point was counted in the interpreter (a GPU run, or no Triton point)."
+        return empty("counted", why)
     exact = int((counted["traffic_counted_bytes"] == counted["traffic_model_bytes"]).sum())
     return (
         f"{exact} of {len(counted)} counted points moved exactly the bytes the model "
-        f"predicts (ratios from {counted['counted / model'].min():g} to "
-        f"{counted['counted / model'].max():g})."
+        f"predicts (ratios from {number(counted['counted / model'].min())} to "
+        f"{number(counted['counted / model'].max())})."
     )
 
 
@@ -215,15 +261,27 @@ def dram_figure(metrics: pd.DataFrame, l2_bytes: int | None):
     return fig
 
 
-def no_dram(metrics: pd.DataFrame) -> str:
-    reasons = metrics["dram_reason"].dropna().unique()
-    why = "; ".join(reasons) if len(reasons) else "no DRAM measurement in these metrics"
-    return f"No DRAM measurement to show: {why}."
+def no_dram(metrics: pd.DataFrame, l2_bytes: int | None = None) -> str:
+    """Why there is no DRAM figure: nothing ran, the records' own reasons, or no L2 size."""
+    why = why_nothing_ran(metrics)
+    ran = ok(metrics)
+    if not why:
+        measured = ran.dropna(subset=["dram_bytes", "traffic_model_bytes"])
+        reasons = ran["dram_reason"].dropna().unique()
+        if not measured.empty and not l2_bytes:
+            why = "the run's provenance gives no L2 size to hold the footprints against"
+        elif len(reasons):
+            why = "; ".join(reasons)
+        else:
+            why = f"no point that ran has a DRAM measurement (ran: {names(ran['impl'])})"
+    return empty("dram", why)
 
 
 def block_case(metrics: pd.DataFrame, curves: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     """The longest swept case: (title, the model's curve over block sizes, the fused points
     counted at that case with square blocks and one head)."""
+    if metrics.empty:
+        return "", curves.iloc[:0].assign(MiB=[])[["block", "MiB"]], metrics
     largest = metrics.sort_values("tokens").iloc[-1]
     same = ["tokens", "head_dim", "dtype", "causal"]
     curve = curves[(curves[same] == largest[same]).all(axis=1)]
@@ -245,6 +303,8 @@ def block_case(metrics: pd.DataFrame, curves: pd.DataFrame) -> tuple[str, pd.Dat
 
 
 def block_figure(curve: pd.DataFrame, measured: pd.DataFrame, title: str):
+    if curve.empty:
+        return None
     fig, ax = plt.subplots()
     ax.plot(curve["block"], curve["MiB"], marker="o", label="model (BLOCK_M = BLOCK_N)")
     if not measured.empty:
