@@ -3,6 +3,7 @@ refused before any work (build's targets and blocks: test_build.py)."""
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -114,3 +115,32 @@ def test_a_script_error_lands_in_its_log_and_still_reaches_the_console(tmp_path)
     text = log.read_text()
     assert text.startswith("started\n") and "Traceback" in text
     assert text.rstrip().endswith("error: results/x.json: is empty")
+
+
+# --- the workflow catalog's usage file ---------------------------------------------------------
+
+
+def test_the_catalog_file_states_the_usage_and_deployment_the_readme_gives():
+    import yaml
+    from workflow_run import ROOT
+
+    usage = yaml.safe_load((ROOT / ".snakemake-workflow-catalog.yml").read_text())["usage"]
+    assert set(usage) == {"mandatory-flags", "software-stack-deployment"}
+    assert set(usage["mandatory-flags"]) == {"desc", "flags"}
+    assert usage["software-stack-deployment"] == {
+        "conda": True,  # every rule names envs/attnio.yaml
+        "apptainer": False,
+        "apptainer+conda": False,
+        "report": True,
+    }
+    readme = (ROOT / "README.md").read_text()
+    for said in ("make reproduce", "snakemake --cores all", "profiles/slurm", "--report results/report.zip"):
+        assert said in readme
+    desc = usage["mandatory-flags"]["desc"]
+    for said in ("make reproduce", "config/presets/", "profiles/slurm", "profiles/default"):
+        assert said in desc
+    # every rule that runs something names the rules' environment
+    text = "".join(path.read_text() for path in (ROOT / "workflow" / "rules").glob("*.smk"))
+    for rule in text.split("\nrule ")[1:]:
+        if re.search(r"^    (shell|script|run):", rule, re.M):
+            assert '    conda:\n        "../../envs/attnio.yaml"' in rule, rule.split(":")[0]

@@ -30,14 +30,22 @@ POINT_KEY = [
 ]
 
 
-def load_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
-    """Every record, checked; the first damaged one stops it with its path and the reason."""
-    return [read_record(path) for path in paths]
+def load_records(paths: Iterable[str | os.PathLike], expect: Iterable[dict] | None = None) -> list[dict]:
+    """Every record, checked (and against what its file name says, ``expect``, one dict per
+    path, when given); the first damaged one stops it with its path and the reason."""
+    paths = list(paths)
+    expect = list(expect) if expect is not None else [None] * len(paths)
+    if len(expect) != len(paths):
+        raise ValueError(f"{len(paths)} records but {len(expect)} expectations")
+    return [read_record(path, fields) for path, fields in zip(paths, expect, strict=True)]
 
 
-def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> int:
-    """Check records against the schema and write them as JSON lines (atomically)."""
-    records = load_records(paths)
+def gather(
+    paths: Iterable[str | os.PathLike], out: str | os.PathLike, expect: Iterable[dict] | None = None
+) -> int:
+    """Check records against the schema (and their file names, ``expect``) and write them
+    as JSON lines (atomically)."""
+    records = load_records(paths, expect)
     write_text_atomic(out, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
     return len(records)
 

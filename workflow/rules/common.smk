@@ -3,9 +3,10 @@
 from pathlib import Path
 import ast
 import json
+import logging
 import os
 
-from snakemake.logging import logger
+from snakemake.logging import LogEvent, logger
 
 from kernels.spec import TRITON_IMPLEMENTATIONS
 from kernels.study import device as attnio_device
@@ -142,19 +143,89 @@ def papermill_parameters(wildcards, input):
     return [arg for name in report_inputs(wildcards) for arg in ("-p", name, input[name])]
 
 
-# --- the study's leaves: records, verdicts and build results ---
+def report_heading(name):
+    """A report's first heading, up to its colon: the page's name in `snakemake --report`."""
+    cells = json.loads(Path(workflow.basedir, "reports", f"{name}.ipynb").read_text())["cells"]
+    text = "".join(next(c for c in cells if c["cell_type"] == "markdown")["source"])
+    return text.splitlines()[0].lstrip("# ").split(":")[0].strip()
+
+
+# The implementations each page is about, as `snakemake --report` labels them: the build page
+# the sweep's Triton kernels, the tile-softmax page the two kernels the tile_errors rule
+# compares, the predicted page both Triton paths on each GPU; every other page the sweep's all.
+SWEPT = list(dict.fromkeys(point.impl for point in POINTS))
+PAGE_IMPLEMENTATIONS = {
+    "build": [impl for impl in SWEPT if impl in TRITON_IMPLEMENTATIONS],
+    "tile_softmax": ["triton_tile_softmax", "triton_flash"],
+    "predicted": ["triton_naive", "triton_flash"],
+}
+
+
+def report_labels(wildcards):
+    impls = PAGE_IMPLEMENTATIONS.get(wildcards.report, SWEPT)
+    return {"page": report_heading(wildcards.report), "implementations": ", ".join(impls) or "none"}
+
+
+
+# --- the study's leaves: every file the study keeps ---
+
+
+def record_fields(point):
+    """What a point's file name says its record holds."""
+    return {"impl": point.impl, **point.shape(), "inputs": point.inputs}
+
+
+def verdict_fields(point):
+    """What a validation result's file name says each of its rows is about."""
+    return {name: getattr(point, name) for name in ("impl", "dtype", "block_m", "block_n")}
+
+
+def build_points_of(job):
+    """A build result names only points its own build job (its file name) compiles."""
+
+    def elsewhere(name):
+        try:
+            return Point.from_name(name).build_name != job
+        except ValueError:
+            return True
+
+    def strays(result):
+        found = [name for name in result["points"] if elsewhere(name)]
+        return f"names the point {found[0]}, which is not built by {job}" if found else None
+
+    return strays
+
+
+def table_kind(path):
+    """The leaf kind (kernels.io.records.read_leaf) of a table the reports read, or None for
+    one collected from the other leaves (metrics, stages, build.csv: remade when missing)."""
+    from kernels.io.records import table_schemas
+
+    name = Path(path).name
+    json_kinds = {"env": "env", "ceilings": "ceilings", "softmax_example": "softmax_example"}
+    if name.endswith(".json"):
+        return json_kinds.get(name.removesuffix(".json"))
+    return "table" if name in table_schemas()["tables"] else None
 
 
 def leaves():
-    """Every file a job measures or checks on its own, by kind. `all` asks for each, so a
-    deleted one is made again although the tables built from it are newer than it."""
-    records = {output_of(rules.measure.output[0], p): "record" for p in POINTS}
-    verdicts = {output_of(rules.validate.output[0], p): "json" for p in POINTS}
-    builds = {
-        output_of(rules.build.output.json, Point.from_name(names[0])): "json"
-        for names in BUILD_JOBS.values()
-    }
-    return records | verdicts | builds
+    """Every file the study keeps, as {path: (kind, what its file name says it holds)}: the
+    records, verdicts and build results; the ceilings, provenance and model tables; the
+    collected tables; the reports, their executed notebooks, the index and its packed copy.
+    `all` asks for each, so a deleted one is made again although what was built from it is
+    newer than it, and so is a damaged one (set_aside_damaged)."""
+    found = {}
+    for p in POINTS:
+        found[output_of(rules.measure.output[0], p)] = ("record", record_fields(p))
+        found[output_of(rules.validate.output[0], p)] = ("validation", verdict_fields(p))
+    for job, names in BUILD_JOBS.items():
+        build = output_of(rules.build.output.json, Point.from_name(names[0]))
+        found[build] = ("build", build_points_of(job))
+    found |= {table: (table_kind(table), None) for table in TABLES}
+    pages = [*rules.index.input.reports, *rules.index.input.notebooks, rules.index.output[0]]
+    found |= {page: ("page", None) for page in pages}
+    found[rules.pack.output[0]] = (None, None)
+    return found
 
 
 def point_files(wildcards=None):
@@ -170,38 +241,100 @@ def point_files(wildcards=None):
     ]
 
 
-def set_aside_damaged(files):
-    """A leaf that is damaged (empty, cut short, not JSON; a record also with NaN inside or
-    off the schema) is named on the console and in Snakemake's log and renamed to
-    <name>.damaged, so that, missing, it is made again like a deleted one. Only the main
-    process looks; a cluster job's own Snakemake does not."""
-    from kernels.io.records import DamagedRecordError, load_json, read_record
+def damaged_leaves(files):
+    """{path: why} for each leaf that is there but cannot be used as it is: unreadable,
+    empty, cut short, not JSON, off the schema of its kind, or saying something else than
+    its file name (kernels.io.records.read_leaf)."""
+    from kernels.io.records import DamagedRecordError, read_leaf
 
-    if not workflow.is_main_process:
-        return
-    for path, kind in files.items():
-        if not os.path.exists(path):
+    found = {}
+    for path, (kind, expect) in files.items():
+        if kind is None or not os.path.isfile(path):
             continue
         try:
-            read_record(path) if kind == "record" else load_json(path, strict=False)
+            read_leaf(path, kind, expect)
         except DamagedRecordError as err:
+            found[path] = str(err)
+    return found
+
+
+LOOKED_FOR_DAMAGE = []  # set_aside_damaged looks once per run
+
+
+def set_aside_damaged(files):
+    """A damaged leaf (damaged_leaves) is named with the reason on the console and in
+    Snakemake's log. A real run renames it to <name>.damaged, so that, missing, it is made
+    again like a deleted one; a dry run (or --touch, --report, --summary) changes nothing,
+    and a dry run plans the remaking as the real run will. Called while Snakemake builds the
+    DAG (from `all`'s input), when it knows which kind of run this is, before it has looked
+    at any file; only the main process looks, a cluster job's own Snakemake does not."""
+    if not workflow.is_main_process or LOOKED_FOR_DAMAGE:
+        return
+    LOOKED_FOR_DAMAGE.append(True)
+    damaged = damaged_leaves(files)
+    real = workflow.executor_plugin is not None and not workflow.dryrun and not workflow.touch
+    for path, why in damaged.items():
+        if real:
             os.replace(path, f"{path}.damaged")
-            logger.warning(f"Damaged, set aside as {path}.damaged to be made again: {err}")
+            logger.warning(f"Damaged, set aside as {path}.damaged to be made again: {why}")
+        else:
+            logger.warning(
+                f"Damaged: {why} (a real run sets it aside as {path}.damaged and remakes it)"
+            )
+    if damaged and workflow.dryrun:
+        # the plan the real run will follow: the jobs that make them again, and what follows
+        workflow.dag.forcefiles.update(damaged)
+
+
+def study_targets(wildcards):
+    """`all`'s input: every leaf of the study, each checked for damage first."""
+    files = leaves()
+    set_aside_damaged(files)
+    return sorted(files)
 
 
 def print_run_summary():
-    """How many points are ok, skipped and failed, and where to look: the last lines a run
-    prints (from the tables, when this run has them)."""
-    import csv
+    """The last lines a run prints: the configured points counted by the records on disk
+    (ok, skipped, failed; missing: no record; damaged: one that cannot be used), and where
+    to look."""
     from collections import Counter
+    from kernels.io.records import DamagedRecordError, read_record
 
+    counts, unusable = Counter(), []
+    for point in POINTS:
+        path = output_of(rules.measure.output[0], point)
+        try:
+            counts[read_record(path, record_fields(point))["status"]] += 1
+        except DamagedRecordError:
+            counts["damaged" if os.path.exists(path) else "missing"] += 1
+            unusable.append(path)
+    kinds = ("ok", "skipped", "failed", "missing", "damaged")
+    said = ", ".join(f"{counts[s]} {s}" for s in kinds if counts[s]) or "none"
     table = Path(RESULTS, "metrics.csv")
-    if not table.exists():
-        return
-    with table.open(newline="") as rows:
-        counts = Counter(row["status"] for row in csv.DictReader(rows))
-    said = ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed") if counts[s])
-    logger.info(f"attnio: {sum(counts.values())} points: {said} (why: {table}, column reason)")
+    why = f"{table}, column reason" if table.exists() else f"each record under {RESULTS}/points/"
+    logger.info(f"attnio: {len(POINTS)} points: {said} (why: {why})")
+    if unusable:
+        more = f" and {len(unusable) - 1} more" if len(unusable) > 1 else ""
+        logger.warning(f"attnio: no usable record: {unusable[0]}{more}; a plain run makes them")
     index = Path(RESULTS, "index.html")
     if index.exists():
         logger.info(f"attnio: reports: {index}")
+
+
+class TargetJobInfo(logging.Filter):
+    """`all` asks for every leaf, and Snakemake's line for its job would list each (100+
+    paths, as input and again as reason) just above the run summary: it says how many."""
+
+    attnio_target_info = True
+
+    def filter(self, record):
+        event, name = getattr(record, "event", None), getattr(record, "rule_name", None)
+        if event == LogEvent.JOB_INFO and name == "all":
+            count = len(record.input or [])
+            record.input = [f"{count} files, every leaf of the study (see leaves())"]
+            record.reason = None
+        return True
+
+
+if not any(getattr(f, "attnio_target_info", False) for f in logger.filters):
+    logger.addFilter(TargetJobInfo())

@@ -37,6 +37,7 @@ rule report_html:
             f"{RESULTS}/reports/{{report}}.html",
             caption="../report/reports.rst",
             category="Reports",
+            labels=report_labels,
         ),
     log:
         f"{RESULTS}/logs/reports/{{report}}.html.log",
@@ -88,6 +89,7 @@ rule pack:
             htmlindex="index.html",
             caption="../report/index.rst",
             category="Overview",
+            labels={"page": "Index", "implementations": ", ".join(SWEPT)},
         ),
     log:
         f"{RESULTS}/logs/pack.log",

@@ -1,8 +1,15 @@
-"""Thin entry point: check a group of point records and write them as JSON lines."""
+"""Thin entry point: check a group of point records (each against the schema and against
+what its file name says) and write them as JSON lines."""
+
+from pathlib import Path
 
 from kernels.io.script_log import logged_to
 from kernels.io.tables import gather
+from kernels.study.point import Point
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):
-    print(f"{gather(smk.input, smk.output[0])} records")
+    # a record's name is its last three path parts: <impl>/<dtype>/<shape>.json
+    points = [Point.from_name("/".join(Path(path).parts[-3:])) for path in smk.input]
+    expect = [{"impl": p.impl, **p.shape(), "inputs": p.inputs} for p in points]
+    print(f"{gather(smk.input, smk.output[0], expect)} records")
