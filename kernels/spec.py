@@ -102,6 +102,20 @@ CALL_BUDGET_SECONDS = 30.0
 CUDA_WARMUP_MS = 25
 CUDA_REP_MS = 100
 JOB_LIMIT_SECONDS = 900
+
+# Nsight Compute: the metrics read (its name → the record's field), and the GPU study's
+# headline shape, whose materialized and fused points are profiled (workflow/rules/
+# profile.smk, full mask, normal inputs) into <results>/PROFILE_DIR, where the headline
+# (reports.headline) reads them.
+NCU_METRICS: dict[str, str] = {
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "dram__bytes_write.sum": "dram_write_bytes",
+    "lts__t_bytes.sum": "l2_bytes",
+    "gpu__time_duration.sum": "ncu_time_ns",
+}
+HEADLINE: dict[str, int | str] = {"tokens": 8192, "head_dim": 128, "dtype": "bfloat16"}
+PROFILED: tuple[str, ...] = ("triton_naive", "triton_flash")
+PROFILE_DIR = "profile/ncu"
 # The most B the command line takes: what the configuration's total_tokens (≤ 2³² − 1) can
 # make of one token per row; the memory and time gates then decide whether it runs. H is
 # bounded by MAX_GRID_YZ, as in the configuration.

@@ -20,13 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-from kernels.spec import SDPA_IMPLEMENTATIONS
+from kernels.spec import HEADLINE, PROFILE_DIR, PROFILED, SDPA_IMPLEMENTATIONS
 
-HEADLINE = {"tokens": 8192, "head_dim": 128, "dtype": "bfloat16"}
-# The points Nsight Compute profiles (workflow/rules/profile.smk): these implementations at
-# the headline shape, full mask, normal inputs.
-PROFILED = ("triton_naive", "triton_flash")
-PROFILE_DIR = Path("profile", "ncu")  # under the results folder: <impl>.json, .csv, .ncu-rep
 FUSED = "triton_flash"
 MATERIALIZED_PROFILED = "triton_naive"
 

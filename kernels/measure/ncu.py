@@ -15,12 +15,9 @@ import shutil
 import subprocess
 import sys
 
-METRICS = {
-    "dram__bytes_read.sum": "dram_read_bytes",
-    "dram__bytes_write.sum": "dram_write_bytes",
-    "lts__t_bytes.sum": "l2_bytes",
-    "gpu__time_duration.sum": "ncu_time_ns",
-}
+from kernels.spec import NCU_METRICS
+
+METRICS = NCU_METRICS
 NULL = {
     "dram_bytes": None,
     "dram_read_bytes": None,

@@ -1,8 +1,6 @@
 # Shared by the rules of profile.smk: the headline points Nsight Compute runs, and the launch
 # each was timed with.
-from reports.headline import HEADLINE, PROFILE_DIR, PROFILED
-
-from kernels.measure.ncu import METRICS as NCU_METRICS
+from kernels.spec import HEADLINE, NCU_METRICS, PROFILE_DIR, PROFILED
 
 # Blocks the GPU study times the headline points with; another shape of the sweep when it has none.
 PROFILED_BLOCKS = (128, 64)
