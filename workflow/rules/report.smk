@@ -5,8 +5,10 @@ PAGE_CODE = sorted(
 
 rule report_notebook:
     """Execute one report template with papermill. The executed notebook is kept under
-    logs/ even when a cell fails; the result, with cell ids and timings made independent of
-    the run (reports.stable), is copied into place only on success."""
+    logs/ even when a cell fails (not as a log: a failed job shows its log on the console,
+    which ends with the one line naming the input and the reason); the result, with cell ids
+    and timings made independent of the run (reports.stable), is copied into place only on
+    success."""
     input:
         unpack(report_inputs),
         # relative to the working directory, so that a moved checkout re-renders nothing
@@ -16,16 +18,16 @@ rule report_notebook:
     output:
         f"{RESULTS}/reports/{{report}}.ipynb",
     log:
-        notebook=f"{RESULTS}/logs/reports/{{report}}.ipynb",
-        messages=f"{RESULTS}/logs/reports/{{report}}.log",
+        f"{RESULTS}/logs/reports/{{report}}.log",
     conda:
         "../../envs/attnio.yaml"
     params:
         parameters=papermill_parameters,
+        notebook=lambda wc: f"{RESULTS}/logs/reports/{wc.report}.ipynb",
     shell:
-        "papermill {input.template:q} {log.notebook:q} -k python3 {params.parameters:q} "
-        "> {log.messages:q} 2>&1 && python -m reports.stable {log.notebook:q} "
-        ">> {log.messages:q} 2>&1 && cp {log.notebook:q} {output:q}"
+        "papermill {input.template:q} {params.notebook:q} -k python3 {params.parameters:q} "
+        "> {log:q} 2>&1 && python -m reports.stable {params.notebook:q} "
+        ">> {log:q} 2>&1 && cp {params.notebook:q} {output:q}"
 
 
 rule report_html:
