@@ -564,16 +564,9 @@ def run_ncu_target(args: argparse.Namespace) -> int:
 def run_build(args: argparse.Namespace) -> int:
     select_mode("cuda")  # compiled Triton; building needs no GPU
     from kernels.build import compile as build
-    from kernels.build.targets import parse_target
     from kernels.io.atomic import write_text_atomic
 
-    try:
-        points = points_named(args.point)
-        targets = [local_target() if name == "local" else name for name in args.target]
-        for name in targets:
-            parse_target(name)
-    except ValueError as err:
-        raise SystemExit(str(err)) from None
+    points, targets = points_and_targets(args)
     result = build.build(
         points, targets, Path(args.artifacts), progress=print_build_record, candidates=args.candidates
     )
@@ -728,11 +721,9 @@ def refuse_validation_too_large(args: argparse.Namespace, shapes, device: str) -
             )
 
 
-def run_preflight(args: argparse.Namespace) -> int:
-    select_mode("cuda")  # compiled Triton; no GPU needed
-    from kernels.build import preflight
+def points_and_targets(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
+    """--point names and --target names (``local``: this machine's GPU), refused by name."""
     from kernels.build.targets import parse_target
-    from kernels.io.atomic import write_text_atomic
 
     try:
         points = points_named(args.point)
@@ -741,6 +732,15 @@ def run_preflight(args: argparse.Namespace) -> int:
             parse_target(name)
     except ValueError as err:
         raise SystemExit(str(err)) from None
+    return points, targets
+
+
+def run_preflight(args: argparse.Namespace) -> int:
+    select_mode("cuda")  # compiled Triton; no GPU needed
+    from kernels.build import preflight
+    from kernels.io.atomic import write_text_atomic
+
+    points, targets = points_and_targets(args)
     planned = preflight.study_plan(points) + (preflight.gpu_test_plan() if args.gpu_tests else [])
     artifacts = Path(args.artifacts) if args.artifacts else None
     found = preflight.preflight(planned, targets, artifacts, usable_threads(args.jobs))

@@ -176,27 +176,11 @@ def validate(
                 error, written, verdict, message = check_impl(
                     impl, q, k, v, causal, ref, bound, block_m, block_n
                 )
-            result = Result(
-                impl=impl,
-                dtype=dtype_name,
-                causal=causal,
-                batch=shape.batch,
-                heads=shape.heads,
-                tokens=shape.tokens,
-                head_dim=shape.head_dim,
-                layout=shape.layout,
-                inputs=shape.inputs,
-                block_m=block_m if triton else None,
-                block_n=block_n if triton else None,
-                seed=case_seed,
-                error=error,
-                bound=bound,
-                written=written,
-                verdict=verdict,
-                expected=expected_verdict(impl, shape.tokens, block_n, dtype_name, product, shape.head_dim),
-                message=message,
+            result = case_result(
+                impl, shape, dtype_name, causal, (block_m, block_n), case_seed, product,
+                error=error, bound=bound, written=written, verdict=verdict, message=message,
                 seconds=time.perf_counter() - start,
-            )
+            )  # fmt: skip
             results.append(result)
             if progress:
                 progress(result)
@@ -222,33 +206,48 @@ def unavailable(
         # come near a stored dtype's largest value
         product = shape.head_dim * LARGE_INPUT**2 if shape.inputs == "large" else 0.0
         for impl in impls:
-            triton = impl in TRITON_IMPLEMENTATIONS
             results.append(
-                Result(
-                    impl=impl,
-                    dtype=dtype_name,
-                    causal=causal,
-                    batch=shape.batch,
-                    heads=shape.heads,
-                    tokens=shape.tokens,
-                    head_dim=shape.head_dim,
-                    layout=shape.layout,
-                    inputs=shape.inputs,
-                    block_m=block_m if triton else None,
-                    block_n=block_n if triton else None,
-                    seed=seed * 1_000_003 + case_index,
+                case_result(
+                    impl,
+                    shape,
+                    dtype_name,
+                    causal,
+                    (block_m, block_n),
+                    seed * 1_000_003 + case_index,
+                    product,
                     error=float("nan"),
                     bound=float("nan"),
                     written=False,
                     verdict="unavailable",
-                    expected=expected_verdict(
-                        impl, shape.tokens, block_n, dtype_name, product, shape.head_dim
-                    ),
-                    seconds=0.0,
                     message=reason,
-                )
+                    seconds=0.0,
+                )  # fmt: skip
             )
     return results
+
+
+def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdict) -> Result:
+    """One case's result: the case as validation ran it (blocks for the Triton paths only)
+    and the verdict it was expected to give, with ``verdict``'s fields (error, bound,
+    written, verdict, message, seconds)."""
+    triton = impl in TRITON_IMPLEMENTATIONS
+    block_m, block_n = blocks
+    return Result(
+        impl=impl,
+        dtype=dtype_name,
+        causal=causal,
+        batch=shape.batch,
+        heads=shape.heads,
+        tokens=shape.tokens,
+        head_dim=shape.head_dim,
+        layout=shape.layout,
+        inputs=shape.inputs,
+        block_m=block_m if triton else None,
+        block_n=block_n if triton else None,
+        seed=seed,
+        expected=expected_verdict(impl, shape.tokens, block_n, dtype_name, product, shape.head_dim),
+        **verdict,
+    )
 
 
 HEADER = (
