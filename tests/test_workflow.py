@@ -16,6 +16,7 @@ import pytest
 import yaml
 from workflow_run import ROOT, env, snakemake
 
+from kernels.study import budget
 from kernels.study.cost import summarize
 from kernels.study.point import Point
 
@@ -427,3 +428,36 @@ def test_report_zip_works_offline(study, tmp_path):
     assert sum(html.count("<img ") for html in pages.values()) >= 2 * len(REPORTS)
     for log in (study / "results" / "logs" / "reports").glob("*.html.log"):
         assert "Alternative text is missing" not in log.read_text(), log.name
+
+
+# The budget's estimate held against the study it estimates: here, where the study runs.
+
+
+def job_stats(output: str) -> dict[str, int]:
+    """Snakemake's first "Job stats" table in a run's output: rule → jobs."""
+    table = output.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {
+        rule: int(n)
+        for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.M)
+        if rule not in ("all", "total")
+    }
+
+
+def test_the_ci_estimate_holds_against_the_ci_study(study):
+    """The budget rule run where the ci study ran (the study fixture records its wall time):
+    its estimate of that study, from this machine's figures measured now, within a factor of
+    1.5 of what the study took, with every rule's jobs counted as the run had them."""
+    done = snakemake(
+        study, "budget", "--forcerun", "budget", "--cores", "2",
+        "--configfile", "config/config.yaml", "config/presets/ci.yaml", timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads((study / "results" / "budget.json").read_text())
+    took = float((study / "study-seconds.txt").read_text())
+    said = "\n".join(budget.summary(found)) + f"\nthe study took {took:.0f} s"
+    print(said)  # shown with -rA: the estimate beside the run, rule by rule
+    assert {rule: e["jobs"] for rule, e in found["rules"].items()} == job_stats(
+        (study / "snakemake-output.txt").read_text()
+    ), said
+    assert took / 1.5 <= found["total_s"] <= 1.5 * took, said
+    assert found["points"] == 27 and found["device"] == "cpu"

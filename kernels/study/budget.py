@@ -1,87 +1,544 @@
-"""How long a GPU study will take, before it starts: every job of the plan costed from the
-cost model's time floors and from two figures measured on the GPU machine itself — what a
-job's start-up costs (a fresh Python importing torch and initializing CUDA) and what one
-kernel compile costs. Jobs that use the GPU run one at a time (the workflow's gpu resource),
-compiles for other targets run side by side on the machine's cores.
+"""How long a study will take, before it starts: every job of the workflow's plan costed as a
+job costs on the machine that will run it, and the jobs scheduled as Snakemake runs them.
 
-An estimate, not a promise: the float64 check of each point and the reports are not in it,
-and the start-up and compile figures are taken once. The GPU study script prints it before
-it starts and the run's own duration after, so the two can be compared."""
+A job's cost is its start-up plus its work. Start-ups are measured on the machine itself, as
+jobs of a throw-away Snakemake workflow (kernels.estimate): a shell job importing
+the package and torch and initializing CUDA where there is one, a script job, a papermill and
+an nbconvert job, and a real measure, validate and build job on a tiny point. Work:
+
+- measure: the tiny measure job, with its timing window replaced by the point's (the model's
+  time per call: kernels.study.predict on a GPU, the machine's copy and product rates on a
+  CPU; do_bench's windows on a GPU, torch.utils.benchmark's on a CPU) for each launch (the
+  fused kernel's candidates), and the float64 check; under the interpreter, the point's
+  interpreted launches instead (``Interpreter``). A point a gate skips (interpreter limit, a
+  backend the device lacks, predicted over the call budget) costs the tiny job without its
+  timing.
+- validate, build, preflight, tile_errors: compiles counted per kernel variant each job really
+  builds (distinct variants, per target), each at its kernel's measured compile time (a real
+  build job measures them), a build's also with its resources read back (cuobjdump);
+  validation's cases at the tiny validate job's cost per case; under the interpreter, every
+  case's launches.
+- every other job (scripts, reports): its kind's start-up.
+
+Jobs run as the workflow allows (``schedule``): a job that times kernels takes every core,
+jobs using the GPU take it one at a time, the others run side by side on the cores; each job
+waits for the jobs whose outputs it reads.
+
+Pure Python (no torch, no triton): the script that measures the machine counts the plan's
+kernel variants and interpreted launches and passes them in as numbers. What is not costed is
+named in the estimate's ``left_out``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
 
-from kernels.spec import (
-    CUDA_REP_MS,
-    CUDA_WARMUP_MS,
-    DEFAULT_BLOCK,
-    FUSED_LAUNCH_CANDIDATES,
-    MATERIALIZED,
-    TRITON_IMPLEMENTATIONS,
-)
-from kernels.study import predict
+from kernels.spec import DEFAULT_BLOCK, FUSED_LAUNCH_CANDIDATES, MATERIALIZED
+from kernels.study import cost, predict
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
-from kernels.study.sweep import build_jobs
 
-# calls of a point outside do_bench: the warm-up that compiles, the peak-memory call, the
-# call whose output is checked
-EXTRA_CALLS = 3
+# Interpreter cost of one program instance and of one loop iteration inside it, per kernel, in
+# milliseconds on the development machine (least squares over 180 launches: every kernel at
+# nine shapes, T 1 to 512, d 16 to 256, blocks 16 to 64, causal and not, float16 and float32;
+# each launch within a factor 1.5 to 2.5 of its fit, the rest is the machine's noise). The
+# interpreter runs each program in Python, one tile operation at a time, so its time follows
+# the operations executed, not the elements. Only the ratios matter: the probe measures each
+# kernel on this machine and scales its pair (``Interpreter.speed``).
+INTERPRETER_MS: dict[str, tuple[float, float]] = {
+    "scores_kernel": (7.5, 0.0),
+    "softmax_kernel": (6.6, 2.9),
+    "pv_kernel": (5.7, 2.9),
+    "attention_fwd_kernel": (11.6, 5.7),  # with carried row statistics (triton_flash)
+    "attention_fwd_kernel_tile": (9.0, 6.9),  # without (triton_tile_softmax)
+}
+# Implementations a CPU does not have (their points are skipped records, their validations
+# "unavailable"): PyTorch's efficient and cuDNN attention backends.
+CPU_UNAVAILABLE = ("sdpa_efficient", "sdpa_cudnn")
+
+
+@dataclass(frozen=True)
+class Windows:
+    """How long the timing of one call takes (kernels.measure.timing, kernels.spec)."""
+
+    cpu_min_s: float  # torch.utils.benchmark's least run time
+    cpu_max_s: float  # and its most
+    cpu_min_samples: int  # a slow call still gets this many
+    cuda_warmup_s: float  # do_bench's warm-up window
+    cuda_rep_s: float  # and its timed one
+    cuda_flush_bytes: int = 256 << 20  # L2 flushed before each timed call (do_bench's buffer)
+
+
+@dataclass(frozen=True)
+class Startup:
+    """What a job costs before it does anything, as Snakemake runs it on this machine (from
+    Snakemake's own start and end times of each job of the throw-away workflow)."""
+
+    shell_s: float  # python -c "import torch, triton, kernels.cli; torch.cuda.init()"
+    script_s: float  # a script: job (Snakemake's script machinery, kernels, pandas)
+    notebook_s: float  # papermill on a one-figure notebook importing the report pages
+    html_s: float  # nbconvert of it to HTML
+    workflow_s: float  # Snakemake's own start and end, once per run
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The Triton interpreter on this machine: ``speed`` scales each kernel's pair in
+    INTERPRETER_MS (measured seconds over the pair's prediction, from one short run of each
+    kernel), ``setup_s`` is a process's first interpreted launch beyond its work, and
+    ``counting`` the slow-down of a launch while the traffic counter hooks its loads and
+    stores (a measured point runs under it)."""
+
+    speed: dict[str, float]
+    setup_s: float
+    counting: float
+
+    def seconds(self, work: dict[str, tuple[int, int]]) -> float:
+        """Interpreted seconds of {kernel: (programs, loop iterations)}."""
+        total = 0.0
+        for kernel, (programs, iterations) in work.items():
+            per_program, per_iteration = INTERPRETER_MS[kernel]
+            total += self.speed.get(kernel, 1.0) * (programs * per_program + iterations * per_iteration) / 1e3
+        return total
+
+
+def kernel_key(kernel: str, constants: dict) -> str:
+    """A kernel's name, the fused kernel without carried statistics (the tile-local softmax)
+    told apart: it compiles and interprets differently."""
+    if kernel == "attention_fwd_kernel" and not constants.get("CARRY_STATS", True):
+        return "attention_fwd_kernel_tile"
+    return kernel
 
 
 @dataclass(frozen=True)
 class Machine:
-    startup_s: float  # measured: one job's Python, torch import and CUDA initialization
-    compile_s: float  # measured: one Triton kernel variant compiled
-    cores: int
+    device: str  # where the plan's kernels run: cpu (the interpreter) or cuda
+    cores: int  # Snakemake's --cores
+    startup: Startup
+    windows: Windows
+    measure_s: float  # a real measure job of a tiny torch point, start to end
+    measure_timed_s: float  # of which its timing window
+    validate_case_s: float  # one validation case (inputs, float64 definition, baseline, one call)
+    compile_s: dict[str, float] = field(default_factory=dict)  # one variant, one target, by kernel
+    inspect_s: float = 0.0  # a build reading a compiled variant back (cuobjdump, artifacts)
+    build_fixed_s: float = 0.0  # a build job beyond its start-up and its variants
+    gpu: Gpu | None = None  # on cuda: the GPU the model predicts
+    ceilings: dict | None = None  # on cpu: {"copy_gbps", "matmul_tflops"} of this machine
+    interpreter: Interpreter | None = None  # on cpu
+    interpreted_measure_s: float = 0.0  # a real measure job of a tiny Triton point, interpreted
+
+
+@dataclass
+class Work:
+    """What one job does beyond its start-up: kernel variants it compiles ({kernel: variants,
+    each for one target}), validation cases it runs, launches it interprets ({kernel:
+    (programs, iterations)}). Kernels are named by ``kernel_key``."""
+
+    compiles: dict[str, int] = field(default_factory=dict)
+    cases: int = 0
+    interpreted: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def add_interpreted(self, kernel: str, programs: int, iterations: int) -> None:
+        p, i = self.interpreted.get(kernel, (0, 0))
+        self.interpreted[kernel] = (p + programs, i + iterations)
+
+
+@dataclass
+class Plan:
+    """The study's jobs, as the workflow plans them (workflow/rules/common.smk)."""
+
+    points: list[Point]
+    build_jobs: dict[str, Work]  # build job name → its compiles (variants × targets)
+    validations: dict[str, Work]  # validation name → its cases (and their work)
+    measures: dict[str, Work]  # point name → compiles left to the measure job, interpreted launches
+    gathers: list[str]  # gather groups
+    reports: dict[str, list[str]]  # report → the rules whose outputs its notebook reads
+    tile_errors: Work | None = None
+    preflight: Work | None = None  # on a GPU: compiles for the local target, on every core
+    # on a GPU the preflight (in the plan or run before it) filled Triton's cache with every
+    # variant of the points and the validation cases: validation compiles nothing itself
+    validation_cached: bool = False
+    rules: list[str] = field(default_factory=list)  # every rule of the workflow
+    interpreter_limit: int = 1 << 20
+    call_seconds: float = 30.0
+
+
+@dataclass
+class Job:
+    rule: str
+    name: str
+    seconds: float
+    after: list[str] = field(default_factory=list)  # names of the jobs it waits for
+    exclusive: bool = False  # times kernels: every core
+    gpu: bool = False  # takes the GPU
+
+
+# Rules no study job runs: the default target, this estimate, and the profiling command's
+# (scripts/gpu_profile.sh asks for those; not part of `all`).
+NOT_IN_STUDY = ("all", "budget", "profile", "profile_ncu", "profile_summary", "gpu_tests")
+ORDER = (
+    "preflight",
+    "build",
+    "validate",
+    "tile_errors",
+    "model",
+    "env",
+    "build_table",
+    "predict",
+    "ceilings",
+    "measure",
+    "gather",
+    "collect",
+    "report_notebook",
+    "report_html",
+    "index",
+    "pack",
+)
+
+
+# --- work of a launch ---------------------------------------------------------------------
+
+
+def interpreted_launch(
+    kernel: str, grid: tuple[int, ...], constants: dict, tokens: int
+) -> tuple[str, int, int]:
+    """(kernel key of INTERPRETER_MS, programs, loop iterations) of one launch: each program
+    streams its key tiles (up to the diagonal when causal) or its row blocks."""
+    programs = math.prod(grid)
+    kernel = kernel_key(kernel, constants)
+    if kernel == "scores_kernel":
+        return kernel, programs, 0
+    if kernel == "softmax_kernel":
+        passes = 0 if constants["SINGLE_PASS"] else 2 * cost.cdiv(tokens, constants["ROW_BLOCK"])
+        return kernel, programs, programs * passes
+    bm, bn = constants["BLOCK_M"], constants["BLOCK_N"]
+    spans = (min(tokens, (m + 1) * bm) if constants["CAUSAL"] else tokens for m in range(grid[0]))
+    per_row_block = sum(cost.cdiv(hi, bn) for hi in spans)
+    return kernel, programs, per_row_block * math.prod(grid[1:])
+
+
+# --- one call and its timing ----------------------------------------------------------------
 
 
 def call_seconds(point: Point, gpu: Gpu) -> float:
-    """The model's slower time floor for one call (a PyTorch path costed as the Triton path
-    of its kind: materialized or fused)."""
+    """The model's slower time floor for one call on a GPU (a PyTorch path costed as the
+    Triton path of its kind: materialized or fused)."""
     if not point.triton:
         point = replace(point, impl="triton_naive" if point.impl in MATERIALIZED else "triton_flash")
         point = replace(point, block_m=point.block_m or DEFAULT_BLOCK, block_n=point.block_n or DEFAULT_BLOCK)
     return predict.predict(point, gpu)["time_high_s"]
 
 
+def cpu_call_seconds(point: Point, ceilings: dict) -> float:
+    """The roofline of one call at the machine's measured rates (kernels.measure.gates)."""
+    model = cost.summarize(point)
+    moved = model["traffic_model_bytes"] or model["traffic_compulsory_bytes"]
+    return max(moved / (ceilings["copy_gbps"] * 1e9), model["flops"] / (ceilings["matmul_tflops"] * 1e12))
+
+
+def cpu_window(call: float, windows: Windows, fill: float) -> float:
+    """torch.utils.benchmark's adaptive run for one call: at least max(least run time, the
+    minimum samples' worth), and ``fill`` of the way to the most (how far this machine's
+    noise takes the tiny job's run, measured)."""
+    least = min(windows.cpu_max_s, max(windows.cpu_min_s, windows.cpu_min_samples * call))
+    return call + least + fill * (windows.cpu_max_s - least)
+
+
+def cpu_fill(machine: Machine) -> float:
+    w = machine.windows
+    return min(1.0, max(0.0, (machine.measure_timed_s - w.cpu_min_s) / (w.cpu_max_s - w.cpu_min_s)))
+
+
+def cuda_window(call: float, windows: Windows, gpu: Gpu) -> float:
+    """triton.testing.do_bench: a call, five to estimate, the warm-up window, the timed window
+    (each timed call after an L2 flush)."""
+    flush = windows.cuda_flush_bytes / gpu.hbm_bytes_per_s
+    estimate = call + flush
+    warm = max(1, int(windows.cuda_warmup_s / estimate))
+    timed = max(1, int(windows.cuda_rep_s / estimate))
+    return call + 5 * estimate + warm * call + timed * estimate
+
+
+def check_seconds(point: Point, machine: Machine) -> float:
+    """The float64 check of the output: the definition's two products and its scores, at
+    half the float32 rate (float64 on a GPU's CUDA cores or a CPU's vector units)."""
+    work = 4 * point.groups * point.tokens**2 * point.head_dim
+    scores = 4 * 8 * point.groups * point.tokens**2  # written, read by the softmax, read by P·V
+    if machine.device == "cuda" and machine.gpu:
+        return work / (machine.gpu.fp32_flops / 2) + scores / machine.gpu.hbm_bytes_per_s
+    if machine.ceilings:
+        return work / (machine.ceilings["matmul_tflops"] * 1e12 / 2) + scores / (
+            machine.ceilings["copy_gbps"] * 1e9
+        )
+    return 0.0
+
+
 def launches(point: Point) -> int:
-    """Configurations a point is timed with: each launch candidate of the fused kernel."""
+    """Configurations a point is timed with on a GPU: each launch candidate of the fused kernel."""
     return len(FUSED_LAUNCH_CANDIDATES[point.head_dim]) if point.impl == "triton_flash" else 1
 
 
-def compiled_variants(point: Point) -> int:
-    """Kernels the build compiles for a Triton point: the materialized path's three, the
-    fused kernel with each candidate, the tile-local one."""
-    if point.impl == "triton_naive":
-        return 3
-    return launches(point) + (point.impl == "triton_flash")
+def skipped(point: Point, machine: Machine, plan: Plan) -> str | None:
+    """Why a gate records the point as skipped before it runs (as far as a plan can tell)."""
+    if machine.device == "cpu":
+        if point.impl in CPU_UNAVAILABLE:
+            return "backend unavailable on a CPU"
+        if point.triton and point.groups * point.tokens**2 > plan.interpreter_limit:
+            return "over the interpreter limit"
+        call = cpu_call_seconds(point, machine.ceilings) if machine.ceilings else 0.0
+    else:
+        call = call_seconds(point, machine.gpu) if machine.gpu else 0.0
+    if call > plan.call_seconds:
+        return "predicted over the call budget"
+    return None
 
 
-def measure_seconds(point: Point, gpu: Gpu, machine: Machine) -> float:
-    window = (CUDA_WARMUP_MS + CUDA_REP_MS) / 1e3
-    call = call_seconds(point, gpu)
-    return machine.startup_s + launches(point) * (window + EXTRA_CALLS * call)
+def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | None = None) -> float:
+    """One measure job: the tiny measure job, its timing window replaced by the point's."""
+    work = work or Work()
+    fixed = machine.measure_s - machine.measure_timed_s
+    if skipped(point, machine, plan):
+        return fixed
+    check = check_seconds(point, machine)
+    if machine.device == "cpu":
+        if point.triton:
+            interp = machine.interpreter
+            seconds = interp.counting * interp.seconds(work.interpreted) if interp else 0.0
+            return machine.interpreted_measure_s + seconds + check
+        call = cpu_call_seconds(point, machine.ceilings) if machine.ceilings else 0.0
+        # the timing (its warm-up call included), then the peak-memory call, whose output is checked
+        return fixed + cpu_window(call, machine.windows, cpu_fill(machine)) + call + check
+    call = call_seconds(point, machine.gpu)
+    # per launch a warm-up call (it loads the kernel) and do_bench; then the peak-memory call
+    timed = launches(point) * (call + cuda_window(call, machine.windows, machine.gpu))
+    return fixed + timed + call + check + compile_seconds(work, machine)
 
 
-def estimate(points: list[Point], gpu: Gpu, machine: Machine, validation_cases: int) -> dict:
-    """Seconds per stage and in total (the stages run one after the other)."""
-    measuring = sum(measure_seconds(p, gpu, machine) for p in points)
-    groups = {(p.impl, p.dtype, p.block_m, p.block_n) for p in points}
-    triton_groups = sum(1 for impl, *_ in groups if impl in TRITON_IMPLEMENTATIONS)
-    validating = len(groups) * machine.startup_s + triton_groups * validation_cases * machine.compile_s
-    jobs = build_jobs(points)
-    variants = sum(compiled_variants(Point.from_name(name)) for names in jobs.values() for name in names)
-    building = (len(jobs) * machine.startup_s + variants * machine.compile_s) / max(1, machine.cores)
-    return {
-        "gpu": gpu.name,
-        "points": len(points),
-        "build_s": building,
-        "validate_s": validating,
-        "measure_s": measuring,
-        "total_s": building + validating + measuring,
-        "startup_s": machine.startup_s,
-        "compile_s": machine.compile_s,
-        "cores": machine.cores,
+def ceilings_seconds(machine: Machine) -> float:
+    """The ceilings job: a copy and a square product, each timed like a point (sizes of
+    kernels.measure.ceilings), and their inputs filled."""
+    if machine.device == "cuda" and machine.gpu:
+        copy, product = (
+            2 * (1 << 30) / machine.gpu.hbm_bytes_per_s,
+            2 * 8192**3 / machine.gpu.tensor_flops["bfloat16"],
+        )
+        timed = cuda_window(copy, machine.windows, machine.gpu) + cuda_window(
+            product, machine.windows, machine.gpu
+        )
+        return machine.startup.shell_s + timed
+    if not machine.ceilings:
+        raise ValueError("a CPU estimate needs the machine's ceilings (copy_gbps, matmul_tflops)")
+    copy = 2 * (256 << 20) / (machine.ceilings["copy_gbps"] * 1e9)
+    product = 2 * 2048**3 / (machine.ceilings["matmul_tflops"] * 1e12)
+    fill = cpu_fill(machine)
+    timed = cpu_window(copy, machine.windows, fill) + cpu_window(product, machine.windows, fill)
+    return machine.startup.shell_s + timed + 4 * copy  # the inputs: random numbers, written once
+
+
+def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:
+    seconds = machine.startup.shell_s + work.cases * machine.validate_case_s
+    if work.interpreted and machine.interpreter:
+        seconds += machine.interpreter.setup_s + machine.interpreter.seconds(work.interpreted)
+    if not cache_filled:
+        seconds += compile_seconds(work, machine)
+    return seconds
+
+
+def build_seconds(work: Work, machine: Machine, cores: int = 1, artifacts: bool = True) -> float:
+    """A build job (artifacts kept, each variant read back with cuobjdump), or the preflight
+    (on ``cores`` processes; only the ptxas log read)."""
+    read_back = sum(work.compiles.values()) * machine.inspect_s if artifacts else 0.0
+    return (
+        machine.startup.shell_s + machine.build_fixed_s + (compile_seconds(work, machine) + read_back) / cores
+    )
+
+
+def compile_seconds(work: Work, machine: Machine) -> float:
+    """The job's compiles, each at its kernel's measured time (a kernel not measured: the
+    mean of those that were)."""
+    known = machine.compile_s
+    mean = sum(known.values()) / len(known) if known else 0.0
+    return sum(n * known.get(kernel, mean) for kernel, n in work.compiles.items())
+
+
+# --- the plan's jobs and their schedule -----------------------------------------------------
+
+
+def jobs(plan: Plan, machine: Machine) -> tuple[list[Job], list[str]]:
+    """Every job of the plan with its cost and what it waits for; and what is left out."""
+    s = machine.startup
+    on_gpu = machine.device == "cuda"
+    out: list[Job] = []
+    left_out: list[str] = []
+
+    def add(rule, name, seconds, after=(), exclusive=False, gpu=False):
+        out.append(Job(rule, name, seconds, list(after), exclusive, gpu))
+        return name
+
+    preflight = []
+    if plan.preflight is not None:
+        preflight = [
+            add(
+                "preflight",
+                "preflight",
+                build_seconds(plan.preflight, machine, machine.cores, artifacts=False),
+                exclusive=True,
+            )
+        ]
+    builds = [add("build", f"build {n}", build_seconds(w, machine)) for n, w in plan.build_jobs.items()]
+    cache_filled = plan.validation_cached or bool(preflight)
+    validations = {
+        name: add(
+            "validate", f"validate {name}", validate_seconds(w, machine, cache_filled), preflight, gpu=on_gpu
+        )
+        for name, w in plan.validations.items()
     }
+    tile = []
+    if plan.tile_errors is not None:
+        tile = [
+            add("tile_errors", "tile_errors", validate_seconds(plan.tile_errors, machine, False), gpu=on_gpu)
+        ]
+    model = add("model", "model", s.script_s)
+    env = add("env", "env", s.script_s + s.shell_s)  # a script importing torch (provenance)
+    table = add("build_table", "build_table", s.script_s, builds)
+    predicted = add("predict", "predict", s.script_s, [table])
+    ceilings = add("ceilings", "ceilings", ceilings_seconds(machine), exclusive=True, gpu=on_gpu)
+    measures: dict[str, list[str]] = {}
+    for point in plan.points:
+        after = [validations[point.validation_name], ceilings]
+        if point.build_name in plan.build_jobs:
+            after.append(f"build {point.build_name}")
+        timed = on_gpu or not point.triton
+        seconds = measure_seconds(point, machine, plan, plan.measures.get(point.name))
+        name = add("measure", f"measure {point.name}", seconds, after, exclusive=timed, gpu=on_gpu)
+        measures.setdefault(f"{point.impl}_{point.dtype}", []).append(name)
+    gathers = [add("gather", f"gather {g}", s.script_s, measures.get(g, [])) for g in plan.gathers]
+    collect = add("collect", "collect", s.script_s, [*gathers, env])
+    produced = {"collect": [collect], "model": [model], "predict": [predicted], "env": [env]}
+    produced |= {"tile_errors": tile, "build_table": [table]}
+    notebooks, pages = [], []
+    for report, rules in plan.reports.items():
+        after = [name for rule in rules for name in produced.get(rule, [])]
+        notebooks.append(add("report_notebook", f"report_notebook {report}", s.notebook_s, after))
+        pages.append(add("report_html", f"report_html {report}", s.html_s, [notebooks[-1]]))
+    index_after = [*pages, *notebooks, collect, env, *validations.values(), table, predicted]
+    index = add("index", "index", s.script_s, index_after)
+    add("pack", "pack", s.script_s, [index])
+    for rule in plan.rules:
+        if rule not in ORDER and rule not in NOT_IN_STUDY:
+            left_out.append(f"rule {rule}: not costed (a rule this estimate does not know)")
+    return out, left_out
+
+
+def schedule(jobs: list[Job], cores: int) -> dict[str, tuple[float, float]]:
+    """Start and end of every job, as a greedy scheduler runs them: whenever a job ends,
+    each waiting job whose inputs are done starts, in the order given, if its cores (all of
+    them for an exclusive job, else one) and the GPU (one job at a time) are free."""
+    cores = max(1, cores)
+    names = {job.name for job in jobs}
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    running: dict[str, Job] = {}
+    waiting = list(jobs)
+    now = 0.0
+    while waiting or running:
+        free = cores - sum(cores if job.exclusive else 1 for job in running.values())
+        gpu_busy = any(job.gpu for job in running.values())
+        for job in list(waiting):
+            need = cores if job.exclusive else 1
+            ready = all(a in ends for a in job.after if a in names)
+            if not ready or need > free or (job.gpu and gpu_busy):
+                continue
+            starts[job.name] = now
+            running[job.name] = job
+            waiting.remove(job)
+            free -= need
+            gpu_busy = gpu_busy or job.gpu
+        if not running:
+            raise ValueError(f"jobs wait for jobs that never run: {[job.name for job in waiting][:3]}")
+        now = min(starts[n] + job.seconds for n, job in running.items())
+        for name in [n for n, job in running.items() if starts[n] + job.seconds <= now]:
+            del running[name]
+            ends[name] = now
+    return {name: (starts[name], ends[name]) for name in ends}
+
+
+def estimate(plan: Plan, machine: Machine) -> dict:
+    """Seconds in total (the schedule's length plus Snakemake's own start and end), per rule
+    (jobs and the seconds they take, side by side or not) and the figures they come from."""
+    planned, left_out = jobs(plan, machine)
+    order = {rule: i for i, rule in enumerate(ORDER)}
+    planned.sort(key=lambda job: order.get(job.rule, len(ORDER)))
+    times = schedule(planned, machine.cores)
+    span = max((end for _, end in times.values()), default=0.0)
+    rules: dict[str, dict] = {}
+    for job in planned:
+        entry = rules.setdefault(
+            job.rule, {"jobs": 0, "seconds": 0.0, "first_start_s": None, "last_end_s": 0.0}
+        )
+        start, end = times[job.name]
+        entry["jobs"] += 1
+        entry["seconds"] += job.seconds
+        entry["first_start_s"] = (
+            start if entry["first_start_s"] is None else min(entry["first_start_s"], start)
+        )
+        entry["last_end_s"] = max(entry["last_end_s"], end)
+    skips: dict[str, int] = {}
+    for point in plan.points:
+        if why := skipped(point, machine, plan):
+            skips[why] = skips.get(why, 0) + 1
+    left_out.append("a point skipped for a failed validation or build is costed as measured")
+    if machine.device == "cpu":
+        left_out.append("float16 and bfloat16 products on a CPU are costed at the float32 product rate")
+    else:
+        left_out.append("loading a compiled kernel from Triton's cache (the build and preflight fill it)")
+    total = machine.startup.workflow_s + span
+    return {
+        "device": machine.device,
+        "gpu": machine.gpu.name if machine.gpu else None,
+        "points": len(plan.points),
+        "cores": machine.cores,
+        "total_s": total,
+        "schedule_s": span,
+        "rules": rules,
+        "skipped_points": skips,
+        "startup": vars(machine.startup),
+        "measured": {
+            "measure_s": machine.measure_s,
+            "measure_timed_s": machine.measure_timed_s,
+            "validate_case_s": machine.validate_case_s,
+            "compile_s": machine.compile_s,
+            "inspect_s": machine.inspect_s,
+            "build_fixed_s": machine.build_fixed_s,
+            "interpreted_measure_s": machine.interpreted_measure_s,
+            "interpreter": vars(machine.interpreter) if machine.interpreter else None,
+            "ceilings": machine.ceilings,
+        },
+        "left_out": left_out,
+        # the figures of earlier estimates, which scripts print
+        "startup_s": machine.startup.shell_s,
+        "compile_s": max(machine.compile_s.values(), default=0.0),  # the slowest kernel's
+        "build_s": rules.get("build", {}).get("seconds", 0.0)
+        + rules.get("preflight", {}).get("seconds", 0.0),
+        "validate_s": rules.get("validate", {}).get("seconds", 0.0),
+        "measure_s": rules.get("measure", {}).get("seconds", 0.0),
+    }
+
+
+def summary(found: dict) -> list[str]:
+    """The estimate in a few lines, for a console."""
+    where = found["gpu"] or found["device"]
+    start = found["startup"]
+    lines = [
+        f"estimated {found['total_s']:.0f} s for {found['points']} points on {where} "
+        f"({found['cores']} cores): Snakemake {start['workflow_s']:.1f} s + jobs {found['schedule_s']:.0f} s",
+        f"start-up per job: shell {start['shell_s']:.1f} s, script {start['script_s']:.1f} s, notebook "
+        f"{start['notebook_s']:.1f} s, html {start['html_s']:.1f} s; "
+        f"compile up to {found['compile_s']:.2f} s per variant",
+    ]
+    for rule, entry in found["rules"].items():
+        lines.append(
+            f"  {rule:16s} {entry['jobs']:4d} jobs {entry['seconds']:8.1f} s of work, "
+            f"{entry['first_start_s']:6.0f} s to {entry['last_end_s']:6.0f} s"
+        )
+    return lines

@@ -105,6 +105,15 @@ def preflight_points(wildcards=None):
     return ["--point", *names] if names else []
 
 
+def budget_report_rules(wildcards=None):
+    """Per report, the rules whose outputs its notebook reads (it waits for them)."""
+    made_by = {str(out): rule.name for rule in workflow.rules for out in rule.output}
+    return {
+        name: sorted({made_by[path] for path in inputs.values() if path in made_by})
+        for name, inputs in REPORT_INPUTS.items()
+    }
+
+
 def measure_mem_mb(wildcards):
     from kernels.study.cost import predicted_bytes
 
@@ -164,7 +173,6 @@ PAGE_IMPLEMENTATIONS = {
 def report_labels(wildcards):
     impls = PAGE_IMPLEMENTATIONS.get(wildcards.report, SWEPT)
     return {"page": report_heading(wildcards.report), "implementations": ", ".join(impls) or "none"}
-
 
 
 # --- the study's leaves: every file the study keeps ---
