@@ -1,28 +1,65 @@
 """The machine's ceilings, measured once per run before any point is timed: how fast it copies
-memory and how fast it multiplies matrices. A point's predicted time is bounded below by its
+memory at each of its memory levels, how fast it multiplies matrices and how fast it computes
+exponentials (the softmax's own arithmetic). A point's predicted time is bounded below by its
 bytes over the copy rate and its FLOPs over the matrix-product rate (a roofline), which is
 what lets a point too slow to finish be skipped before it starts.
 
-CPU: a 256 MiB float32 copy and a 2,048² float32 product on the job's threads. GPU: a 1 GiB
-device-to-device copy and an 8,192² bfloat16 product, timed with do_bench. ``quick`` is what
-the measure command uses when it is given no ceilings: on a CPU a 64 MiB copy and a 1,024²
-product, best of three (a fraction of a second). Asked for cuda on a machine without a GPU,
-``unavailable`` says so in the same fields, with the rates null.
+Memory levels (``levels``): the cache levels the machine describes (kernels.measure.caches:
+the OS's on a CPU, torch's L2 size on a GPU), then ``DRAM``. For each cache level a float32
+copy whose source and destination together fill half of what the copy meets at that level
+(``bytes``: one instance's size times the instances the job's threads reach; a copy under
+torch's grain of 32,768 elements per tensor runs on one thread, so it meets one instance), and
+for DRAM (``bytes``: the memory's size) a copy of four times the last level's total (at least
+64 MiB, at most a quarter of the memory). Each copy is run over and over on the same buffers,
+so they stay in their level: on a CPU in blocks of about a millisecond for at least 0.15 s (at
+most 0.6 s), each block followed by as many one-element copies, 64 at least (torch's fixed
+cost of a call, ``call_us``, which would otherwise dominate a copy inside L1); on a GPU as a
+CUDA graph of repeated copies without any L2 flush (``triton.testing.do_bench_cudagraph``),
+the one-element copy likewise. ``time_us`` is the median time per call; ``copy_gbps`` the
+footprint (each byte read once and written once) over the median of the time per call less the
+fixed cost, block by block. Where that leaves under 5 % of the time to the data, the rate is
+null and ``reason`` says so. The top-level ``copy_gbps`` is DRAM's (past the last level);
+``call_us`` the least over the levels (the fixed cost with torch's own code and data in
+cache). Without any cache description: only DRAM, at 512 MiB (CPU) or 2 GiB (GPU).
+
+``exp_per_s``: ``torch.exp`` over float32 data in cache (input and output filling half of what
+the job meets in L2, else in the last level), exponentials per second, the fixed cost of a
+call taken out as above. ``matmul_tflops``: CPU a 2,048² float32 product on the job's threads,
+GPU an 8,192² bfloat16 product (``do_bench``). ``quick`` is what the measure command uses when
+it is given no ceilings: on a CPU a 64 MiB copy and a 1,024² product, best of three (a fraction
+of a second). Asked for cuda on a machine without a GPU, ``unavailable`` says so in the same
+fields, with the rates null.
 """
 
 from __future__ import annotations
 
 import datetime
+import math
+import os
+import statistics
 import time
 
 import torch
 
+from kernels.measure import caches as cache_levels
 from kernels.measure.provenance import device_name
 from kernels.measure.timing import time_cpu, time_cuda
 
-COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}
+COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}  # per tensor, when no cache level is known
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
 MATMUL_DTYPE = {"cpu": "float32", "cuda": "bfloat16"}
+
+GRAIN = 32768  # elements under which torch runs an elementwise op on one thread (at::internal::GRAIN_SIZE)
+PAST_FACTOR = 4  # DRAM's copy footprint over the last level's total size
+PAST_MIN_BYTES = 64 << 20
+EXP_BYTES = 1 << 20  # the exponentials' footprint when no cache level is known
+LEVEL_MIN_SECONDS = 0.15  # of samples per footprint (CPU)
+LEVEL_MAX_SECONDS = 0.6  # after which a footprint's sampling stops
+LEVEL_MIN_SAMPLES = 7
+SAMPLE_SECONDS = 1e-3  # calls per sample: about this long
+CUDA_GRAPH_REP_MS = 20
+FIXED_CALLS = 64  # one-element calls per block at least: the first after a large copy is cold
+MIN_DATA_SHARE = 0.05  # of a call's time, left to the data once the fixed cost is taken out
 
 
 def _time(device: str, fn) -> float:
@@ -30,13 +67,125 @@ def _time(device: str, fn) -> float:
     return found["time_ms"] / 1e3
 
 
-def copy_rate(device: str) -> float:
-    """Bytes per second moved by a copy: each element read once and written once."""
-    n = COPY_BYTES[device] // 4
-    src = torch.rand(n, device=device)
+def warm_times(device: str, fn, fixed) -> tuple[float, float, float]:
+    """Median seconds of one call of ``fn`` repeated on the same data (kept in cache), of one
+    call of ``fixed`` (the same operation on one element: torch's fixed cost of a call), and of
+    their difference (what the data took). On a CPU the two alternate, block by block, so that
+    a change of clock or load meets both alike, and the difference is taken per pair."""
+    if device == "cuda":
+        from triton.testing import do_bench_cudagraph
+
+        both = [do_bench_cudagraph(f, rep=CUDA_GRAPH_REP_MS, return_mode="median") / 1e3 for f in (fn, fixed)]
+        return both[0], both[1], both[0] - both[1]
+    fn()  # warm-up: first touch, and the data into cache
+    fixed()
+    started = time.perf_counter()
+    fn()
+    calls = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - started, 1e-9)))
+    fixed_calls = max(calls, FIXED_CALLS)
+    whole: list[float] = []
+    alone: list[float] = []
+    data: list[float] = []
+    begun = time.perf_counter()
+    while True:
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        middle = time.perf_counter()
+        for _ in range(fixed_calls):
+            fixed()
+        whole.append((middle - started) / calls)
+        alone.append((time.perf_counter() - middle) / fixed_calls)
+        data.append(whole[-1] - alone[-1])
+        spent = time.perf_counter() - begun
+        if spent >= LEVEL_MAX_SECONDS or (spent >= LEVEL_MIN_SECONDS and len(data) >= LEVEL_MIN_SAMPLES):
+            return statistics.median(whole), statistics.median(alone), statistics.median(data)
+
+
+def _floats(footprint: int, tensors: int = 2) -> int:
+    """float32 elements per tensor for ``tensors`` tensors to fill ``footprint`` bytes (whole
+    64-byte lines)."""
+    return max(16, footprint // tensors // 4 // 16 * 16)
+
+
+def _reach(level: dict, threads: int, device: str) -> int:
+    """Instances of ``level`` a copy filling half of them meets: one per thread it runs on."""
+    reach = max(1, min(level.get("instances") or 1, threads))
+    if device == "cuda":
+        return reach
+    while reach > 1:
+        elements = _floats(level["bytes"] * reach // 2)
+        if min(threads, math.ceil(elements / GRAIN)) >= reach:
+            break
+        reach -= 1
+    return reach
+
+
+def memory_bytes(device: str) -> int | None:
+    if device == "cuda":
+        return torch.cuda.get_device_properties(0).total_memory
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _rate(amount: float, times: tuple[float, float, float]) -> tuple[float | None, str | None]:
+    seconds, call, data = times
+    if data < MIN_DATA_SHARE * seconds:
+        return None, (
+            f"a call took {seconds * 1e6:.2f} us, torch's fixed cost of a call {call * 1e6:.2f} us: "
+            "too little left to the data to time"
+        )
+    return amount / data, None
+
+
+def copy_at(device: str, name: str, capacity: int | None, footprint: int) -> dict:
+    """One level's copy rate: source and destination together ``footprint`` bytes."""
+    n = _floats(footprint)
+    src = torch.empty(n, device=device).fill_(1.0)
     dst = torch.empty_like(src)
-    seconds = _time(device, lambda: dst.copy_(src))
-    return 2 * COPY_BYTES[device] / seconds
+    one, into = torch.ones(1, device=device), torch.empty(1, device=device)
+    times = warm_times(device, lambda: dst.copy_(src), lambda: into.copy_(one))
+    rate, reason = _rate(2 * n * 4, times)
+    found = {
+        "level": name,
+        "bytes": capacity,
+        "footprint_bytes": 2 * n * 4,
+        "copy_gbps": rate / 1e9 if rate else None,
+        "time_us": times[0] * 1e6,
+        "call_us": times[1] * 1e6,
+    }
+    return found | ({"reason": reason} if reason else {})
+
+
+def level_footprints(device: str, found: dict, threads: int) -> list[tuple[str, int | None, int]]:
+    """(level, bytes, footprint) for each cache level and DRAM, in that order."""
+    planned = []
+    for level in found.get("levels") or []:
+        capacity = level["bytes"] * _reach(level, threads, device)
+        planned.append((level["level"], capacity, capacity // 2))
+    memory = memory_bytes(device)
+    if planned:
+        last = found["levels"][-1]["total_bytes"]
+        past = max(PAST_FACTOR * last, PAST_MIN_BYTES, 2 * planned[-1][2])
+        if memory:
+            past = max(min(past, memory // 4), 2 * last)
+    else:
+        past = 2 * COPY_BYTES[device]
+    planned.append(("DRAM", memory, past))
+    return planned
+
+
+def exp_rate(device: str, footprint: int) -> tuple[float | None, int, str | None]:
+    """Exponentials per second of torch.exp over float32 input and output of ``footprint``
+    bytes together, in cache."""
+    n = _floats(footprint)
+    x = torch.linspace(-10.0, 0.0, n, device=device)  # as the softmax meets them: x - max <= 0
+    y = torch.empty_like(x)
+    one, into = torch.zeros(1, device=device), torch.empty(1, device=device)
+    rate, reason = _rate(n, warm_times(device, lambda: torch.exp(x, out=y), lambda: torch.exp(one, out=into)))
+    return rate, 2 * n * 4, reason
 
 
 def matmul_rate(device: str) -> float:
@@ -53,18 +202,47 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def measure(device: str) -> dict:
+def measure(device: str, found_caches: dict | None = None) -> dict:
+    """Every ceiling of ``device``; ``found_caches`` (kernels.measure.caches) is read from the
+    machine when not given."""
     started = _now()
+    found_caches = cache_levels.caches(device) if found_caches is None else found_caches
+    threads = torch.get_num_threads()
+    planned = level_footprints(device, found_caches, threads)
+    levels = [copy_at(device, *footprint) for footprint in planned]
+    cached = planned[:-1]
+    exp_level = next((p for p in cached if p[0] == "L2"), cached[-1] if cached else None)
+    exp, exp_bytes, exp_reason = exp_rate(device, exp_level[2] if exp_level else EXP_BYTES)
     return {
         "device": device,
         "device_name": device_name(device),
-        "threads": torch.get_num_threads(),
-        "copy_gbps": copy_rate(device) / 1e9,
+        "threads": threads,
+        "copy_gbps": levels[-1]["copy_gbps"],
         "matmul_tflops": matmul_rate(device) / 1e12,
         "matmul_dtype": MATMUL_DTYPE[device],
+        "levels": levels,
+        "exp_per_s": exp,
+        "exp_level": exp_level[0] if exp_level else None,
+        "exp_footprint_bytes": exp_bytes,
+        "call_us": min(level["call_us"] for level in levels),
+        "caches_source": found_caches.get("source"),
+        "caches_reason": found_caches.get("reason"),
         "measured_at": started,
-        "reason": None,
-    }
+        "reason": None if levels[-1]["copy_gbps"] else f"DRAM: {levels[-1].get('reason')}",
+    } | ({"exp_reason": exp_reason} if exp_reason else {})
+
+
+def describe(found: dict) -> str:
+    """One line for the console: the copy rate at each level, the product and the exponentials."""
+    levels = ", ".join(
+        f"{level['level']} {level['footprint_bytes'] / 2**20:.3g} MiB "
+        + (f"{level['copy_gbps']:.3g} GB/s" if level.get("copy_gbps") else "not timed")
+        for level in found.get("levels") or []
+    )
+    exp = found.get("exp_per_s")
+    exp = f"exp {exp / 1e9:.2f} G/s" if exp else "exp not timed"
+    product = f"{found['matmul_dtype']} matrix product {found['matmul_tflops'] * 1e3:.0f} GFLOP/s"
+    return f"copy {levels}; {product}; {exp}"
 
 
 def unavailable(device: str, reason: str) -> dict:
@@ -76,6 +254,9 @@ def unavailable(device: str, reason: str) -> dict:
         "copy_gbps": None,
         "matmul_tflops": None,
         "matmul_dtype": MATMUL_DTYPE[device],
+        "levels": None,
+        "exp_per_s": None,
+        "call_us": None,
         "measured_at": None,
         "reason": reason,
     }

@@ -1,4 +1,5 @@
-"""What ran where: versions, processor, GPU and driver, git commit and the config's hash."""
+"""What ran where: versions, processor and its cache levels, GPU and driver (and its L2), git
+commit and the config's hash."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from kernels.io.atomic import write_text_atomic
+from kernels.measure import caches
 
 
 def _run(command: list[str], cwd: str | None = None) -> str | None:
@@ -97,6 +99,7 @@ def collect(config: dict, device: str, root: str | os.PathLike = ".") -> dict:
         "config_hash": config_hash(config),
         "config": config,
         "interpreter": device == "cpu",
+        "caches": {"cpu": caches.cpu_caches(), "cuda": caches.gpu_caches()},
     }
 
 
