@@ -314,9 +314,15 @@ def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | Non
     return fixed + timed + call + check + compile_seconds(work, machine)
 
 
+# The ceilings job samples each cache level's copy and the exponentials for 0.15 to 0.6 s
+# each (kernels.measure.ceilings); a machine describes up to three data levels.
+LEVEL_SAMPLING_S = 4 * 0.3
+
+
 def ceilings_seconds(machine: Machine) -> float:
-    """The ceilings job: a copy and a square product, each timed like a point (sizes of
-    kernels.measure.ceilings), and their inputs filled."""
+    """The ceilings job: a DRAM copy and a square product, each timed like a point (sizes of
+    kernels.measure.ceilings), their inputs filled, and the levels' copies and the
+    exponentials sampled."""
     if machine.device == "cuda" and machine.gpu:
         copy, product = (
             2 * (1 << 30) / machine.gpu.hbm_bytes_per_s,
@@ -328,11 +334,12 @@ def ceilings_seconds(machine: Machine) -> float:
         return machine.startup.shell_s + timed
     if not machine.ceilings:
         raise ValueError("a CPU estimate needs the machine's ceilings (copy_gbps, matmul_tflops)")
-    copy = 2 * (256 << 20) / (machine.ceilings["copy_gbps"] * 1e9)
+    copy = 2 * (128 << 20) / (machine.ceilings["copy_gbps"] * 1e9)
     product = 2 * 2048**3 / (machine.ceilings["matmul_tflops"] * 1e12)
     fill = cpu_fill(machine)
     timed = cpu_window(copy, machine.windows, fill) + cpu_window(product, machine.windows, fill)
-    return machine.startup.shell_s + timed + 4 * copy  # the inputs: random numbers, written once
+    # the inputs: random numbers, written once
+    return machine.startup.shell_s + timed + 4 * copy + LEVEL_SAMPLING_S
 
 
 def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:
