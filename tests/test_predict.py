@@ -143,7 +143,7 @@ def test_predict_command_refuses_bad_input_by_name():
         timeout=60,
         env=env(),
     )
-    assert done.returncode != 0 and "tokens=99999999" in done.stderr
+    assert done.returncode != 0 and "--tokens: 99,999,999 is more than 16,777,216" in done.stderr
 
 
 def test_a_path_that_does_not_build_for_a_target_gets_no_prediction_there():
