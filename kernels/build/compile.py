@@ -132,12 +132,13 @@ def held_against_target(target_name: str, registers: int, num_warps: int, shared
     }
 
 
-def limits_only(compiled, ptxas_log: str, target_name: str) -> dict:
-    """Registers, spills and shared memory from the ptxas log and Triton's metadata."""
-    usage = sass.ptxas_resources(ptxas_log)
+def resources(usage: dict[str, int], ptxas_log: str, compiled, target_name: str) -> dict:
+    """Registers (``usage``: cuobjdump's or the ptxas log's), spills (the ptxas log), static
+    and dynamic shared memory, held against the target."""
     spilled = sass.spills(ptxas_log)
     dynamic_shared = int(compiled.metadata.shared)
     shared = usage["SHARED"] + dynamic_shared
+    num_warps = int(compiled.metadata.num_warps)
     return {
         "registers": usage["REG"],
         "spill_store_bytes": spilled[0] if spilled else None,
@@ -145,8 +146,13 @@ def limits_only(compiled, ptxas_log: str, target_name: str) -> dict:
         "static_shared_bytes": usage["SHARED"],
         "dynamic_shared_bytes": dynamic_shared,
         "shared_bytes": shared,
-        **held_against_target(target_name, usage["REG"], int(compiled.metadata.num_warps), shared),
+        **held_against_target(target_name, usage["REG"], num_warps, shared),
     }
+
+
+def limits_only(compiled, ptxas_log: str, target_name: str) -> dict:
+    """What the target's limits are held against, from the ptxas log and Triton's metadata."""
+    return resources(sass.ptxas_resources(ptxas_log), ptxas_log, compiled, target_name)
 
 
 def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
@@ -164,20 +170,10 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
     paths["resources"].write_text(resources_text)
     paths["sass"].write_text(sass_text)
     usage = sass.resource_usage(resources_text)
-    spilled = sass.spills(ptxas_log)
-    dynamic_shared = int(compiled.metadata.shared)
-    shared = usage["SHARED"] + dynamic_shared
-    num_warps = int(compiled.metadata.num_warps)
     return {
-        "registers": usage["REG"],
+        **resources(usage, ptxas_log, compiled, target_name),
         "stack_bytes": usage["STACK"],
         "local_bytes": usage["LOCAL"],
-        "spill_store_bytes": spilled[0] if spilled else None,
-        "spill_load_bytes": spilled[1] if spilled else None,
-        "static_shared_bytes": usage["SHARED"],
-        "dynamic_shared_bytes": dynamic_shared,
-        "shared_bytes": shared,
-        **held_against_target(target_name, usage["REG"], num_warps, shared),
         "instructions": sass.instruction_mix(sass_text),
         "artifacts": {kind: str(path) for kind, path in paths.items()},
         "ptxas_version": knobs.nvidia.ptxas.version,
