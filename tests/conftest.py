@@ -47,11 +47,3 @@ def no_torch(tmp_path_factory) -> dict:
             f"raise ImportError('{name} is not available in this test')\n"
         )
     return env() | {"PYTHONPATH": str(fake)}
-
-
-def pytest_collection_modifyitems(items):
-    """On xdist's workers (--dist loadgroup) tests run file by file, except those that read
-    the shared ci study, which run on one worker, so that the study runs once."""
-    for item in items:
-        uses_study = "study" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group("study" if uses_study else item.path.name))
