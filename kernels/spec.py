@@ -59,7 +59,7 @@ GPU_TARGETS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90")  # with per-
 MAX_SHARED_PER_BLOCK: dict[str, int] = {"sm_80": 166912, "sm_86": 101376, "sm_89": 101376, "sm_90": 232448}
 DEFAULT_TARGETS: tuple[str, ...] = ("sm_80", "sm_90")
 
-DEFAULT_INTERPRETER_LIMIT = 1 << 20  # B·H·T² score elements the interpreter takes (T = 1,024)
+DEFAULT_INTERPRETER_LIMIT = 1 << 26  # B·H·T² score elements the interpreter takes (T = 8,192)
 MAX_ROW_BLOCK = 16384  # longest row the softmax kernel holds at once; longer rows take two passes
 MAX_GRID_YZ = 65535  # CUDA's limit on the second and third grid dimensions, which carry B·H
 REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at once

@@ -4,6 +4,7 @@ three-operation baseline (S and P stored as whole T×T tensors)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -64,3 +65,33 @@ def torch_naive_parts(
 
 def torch_naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     return torch_naive_parts(q, k, v, causal)[2]
+
+
+def torch_naive_stages(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> tuple[list[tuple[str, Callable[[], object]]], torch.Tensor]:
+    """torch_naive's operations one by one, each writing into a tensor allocated here once
+    (as a GPU's caching allocator keeps them), in the order they run: scores, scale, mask
+    (causal only), softmax, pv. Run in order, the stages compute what torch_naive does; each
+    reads what the one before wrote. Returns the stages and O."""
+    B, H, T, d = q.shape
+    s = torch.empty((B, H, T, T), dtype=q.dtype, device=q.device)
+    p = torch.empty_like(s)
+    wide = p if q.dtype == torch.float32 else torch.empty_like(s, dtype=torch.float32)
+    o = torch.empty_like(q)
+    k_t, scale = k.transpose(-1, -2), 1.0 / math.sqrt(d)
+    mask = future_mask(T, q.device) if causal else None
+
+    def softmax() -> None:
+        torch.softmax(s, dim=-1, dtype=torch.float32, out=wide)
+        if wide is not p:
+            p.copy_(wide)
+
+    stages = [
+        ("scores", lambda: torch.matmul(q, k_t, out=s)),
+        ("scale", lambda: s.mul_(scale)),
+        ("mask", lambda: s.masked_fill_(mask, float("-inf"))),
+        ("softmax", softmax),
+        ("pv", lambda: torch.matmul(p, v, out=o)),
+    ]
+    return [(name, fn) for name, fn in stages if name != "mask" or causal], o

@@ -37,3 +37,21 @@ def speedups(metrics: pd.DataFrame) -> pd.DataFrame:
 def derive(metrics: pd.DataFrame) -> pd.DataFrame:
     """Every derived column, added to the table of points."""
     return speedups(throughput(metrics))
+
+
+def stage_rates(stages: pd.DataFrame) -> pd.DataFrame:
+    """Per timed stage (kernels.io.tables.timed_stage_table): achieved GB/s (the model's bytes
+    over the warm median, and over the cold one), product TFLOP/s, exponentials per second,
+    warm over cold speed (the cold median over the warm one: above 1 where the caches served
+    the hand-off), the stage's share of the whole call, and S + P over the largest cache."""
+    warm = (stages["time_ms"] / 1e3).where(stages["time_ms"] > 0)
+    cold = stages["cold_time_ms"] / 1e3
+    return stages.assign(
+        gbps=stages["bytes"] / warm / 1e9,
+        cold_gbps=stages["bytes"] / cold / 1e9,
+        tflops=stages["flops"] / warm / 1e12,
+        exps_per_s=stages["exps"] / warm,
+        warm_speedup=cold / warm,
+        share_of_call=stages["time_ms"] / stages["call_time_ms"],
+        sp_over_cache=(stages["bytes_S"] + stages["bytes_P"]) / stages["last_cache_bytes"],
+    )

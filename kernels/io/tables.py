@@ -1,6 +1,8 @@
 """Many point records → one tidy table (a row per point, with the derived figures of
-kernels.io.derived) and a long table of stages (a row per point, kernel, tensor and
-load/store). Every record is checked against the schema."""
+kernels.io.derived), a long table of transfers (``stages.csv``: a row per point, kernel,
+tensor and load/store) and a long table of timed stages (``stage_times.csv``: a row per point
+and stage of a materialized path, warm and cold, and the call's rest beyond its stages).
+Every record is checked against the schema."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_atomic, write_text_atomic
-from kernels.io.derived import derive
+from kernels.io.derived import derive, stage_rates
 from kernels.io.records import DamagedRecordError, read_record, validate_record
 
 POINT_KEY = [
@@ -70,10 +72,42 @@ def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
 NESTED = ("ncu_kernels", "launch_candidates")
 
 
+REST = "rest"  # the timed-stage row for what the whole call spends beyond its stages
+REST_DOES = "the call beyond its stages: its own fresh T×T allocations (and their page faults)"
+
+
+def timed_stage_rows(record: dict) -> list[dict]:
+    """A row per timed stage of the record, then the rest of the call (its time less the
+    stages' warm medians; negative when the call ran faster than its stages one by one)."""
+    stages = record.get("stage_times") or []
+    if not stages:
+        return []
+    key = {k: record[k] for k in POINT_KEY} | {
+        "status": record["status"],
+        "bytes_S": record["bytes_S"],
+        "bytes_P": record["bytes_P"],
+        "last_cache_bytes": record.get("last_cache_bytes"),
+        "call_time_ms": record["time_ms"],
+    }
+    rows = [key | {"order": i} | stage for i, stage in enumerate(stages)]
+    if record["time_ms"] is not None:
+        rest = record["time_ms"] - sum(s["time_ms"] for s in stages)
+        rows.append(key | {"order": len(stages), "stage": REST, "does": REST_DOES, "time_ms": rest})
+    return rows
+
+
+def timed_stage_table(records: list[dict]) -> pd.DataFrame:
+    rows = [row for record in records for row in timed_stage_rows(record)]
+    table = pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable")
+    if table.empty:
+        return table
+    return stage_rates(table).sort_values(POINT_KEY + ["order"], ignore_index=True, na_position="first")
+
+
 def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, stages = [], []
     for record in records:
-        row = {k: v for k, v in record.items() if k not in ("stages", "versions", *NESTED)}
+        row = {k: v for k, v in record.items() if k not in ("stages", "stage_times", "versions", *NESTED)}
         row |= {f"version_{k}": v for k, v in record["versions"].items()}
         row |= {k: json.dumps(record[k]) if record.get(k) else None for k in NESTED}
         rows.append(row)
@@ -88,9 +122,14 @@ def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
-def write_tables(records: list[dict], metrics_parquet, metrics_csv, stages_csv) -> pd.DataFrame:
+def write_tables(
+    records: list[dict], metrics_parquet, metrics_csv, stages_csv, stage_times_csv=None
+) -> pd.DataFrame:
     metrics, stage_table = tables(records)
     write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False))
     write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False))
     write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False))
+    if stage_times_csv is not None:
+        timed = timed_stage_table(records)
+        write_atomic(stage_times_csv, lambda p: timed.to_csv(p, index=False))
     return metrics

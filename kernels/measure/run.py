@@ -27,6 +27,7 @@ from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT, REFEREN
 from kernels.study import cost
 from kernels.study.launch import launch_candidates
 from kernels.study.point import Point
+from kernels.study.stage_cost import stage_costs, stage_names
 
 
 def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
@@ -137,12 +138,61 @@ def _run(
         found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
     found["peak_alloc_bytes"] = max(0, peak - out_bytes)
     found |= check_output(point, q, k, v, out)
+    if stage_names(point):
+        del out  # the stages allocate their own S and P
+        found |= timed_stages(point, q, k, v, device)
     if device == "cuda" and use_ncu:
         from kernels.measure import ncu
 
         chosen = ["--launch", f"{found['num_warps']},{found['num_stages']}"] if "num_warps" in found else []
         found |= ncu.profile(ncu_args + chosen)  # the launch that was timed
     return found
+
+
+def stage_chain(point: Point, q, k, v) -> list:
+    """The point's stages as callables, in chain order (kernels.impl)."""
+    if point.impl == "torch_naive":
+        from kernels.impl.reference import torch_naive_stages
+
+        return torch_naive_stages(q, k, v, point.causal)[0]
+    from kernels.impl.triton.naive import triton_naive_stages
+
+    return triton_naive_stages(q, k, v, point.causal, point.block_m, point.block_n, sp_dtype=point.sp_dtype)[
+        0
+    ]
+
+
+def timed_stages(point: Point, q, k, v, device: str) -> dict:
+    """Each stage's warm and cold times beside its bytes, FLOPs and exponentials; under the
+    interpreter only the reason they were not timed."""
+    if point.triton and mode.interpret():
+        return {"stage_time_reason": "not timed: Triton interpreter (correctness and counting only)"}
+    from kernels.measure.caches import last_level_bytes
+    from kernels.measure.stages import time_stages
+
+    last = last_level_bytes(device)
+    chain = stage_chain(point, q, k, v)
+    timed = time_stages(chain, device, last)
+    costs = stage_costs(point)
+    if [c.stage for c in costs] != [t["stage"] for t in timed]:
+        raise RuntimeError(
+            f"stages run {[t['stage'] for t in timed]} but the model has {[c.stage for c in costs]}"
+        )
+    return {
+        "last_cache_bytes": last,
+        "stage_times": [
+            t
+            | {
+                "does": c.does,
+                "bytes": c.bytes,
+                "handoff_bytes": c.handoff_bytes,
+                "footprint_bytes": c.footprint_bytes,
+                "flops": c.flops,
+                "exps": c.exps,
+            }
+            for t, c in zip(timed, costs, strict=True)
+        ],
+    }
 
 
 def _merged_stages(stages: list[dict], counted: dict[tuple[str, str, str], int]) -> list[dict]:
@@ -202,6 +252,9 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "launch_candidates": None,
         "max_abs_error": None,
         "nonfinite_outputs": None,
+        "stage_times": None,
+        "stage_time_reason": None,
+        "last_cache_bytes": None,
         "status": "ok",
         "reason": None,
     }

@@ -19,7 +19,7 @@ CPU_STABLE_IQR = 0.1  # interquartile range / median at which it is stable
 CPU_MIN_SAMPLES = 10  # a slow call still gets this many samples (within CPU_MAX_SECONDS)
 
 
-def _summary(samples_ms: list[float], calls: int) -> dict:
+def summary(samples_ms: list[float], calls: int) -> dict:
     ordered = sorted(samples_ms)
     if len(ordered) == 1:
         p10 = p90 = ordered[0]
@@ -48,11 +48,11 @@ def time_cpu(fn: Callable[[], object], threads: int) -> dict:
         threshold=CPU_STABLE_IQR, min_run_time=min_run, max_run_time=CPU_MAX_SECONDS
     )
     samples = [t * 1e3 for t in found.times]
-    return _summary(samples, len(samples) * found.number_per_run)
+    return summary(samples, len(samples) * found.number_per_run)
 
 
 def time_cuda(fn: Callable[[], object], rep_ms: int = CUDA_REP_MS) -> dict:
     from triton.testing import do_bench
 
     samples = do_bench(fn, warmup=CUDA_WARMUP_MS, rep=rep_ms, return_mode="all")
-    return _summary(list(samples), len(samples))
+    return summary(list(samples), len(samples))

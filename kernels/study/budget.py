@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kernels.spec import DEFAULT_BLOCK, FUSED_LAUNCH_CANDIDATES, MATERIALIZED
+from kernels.spec import DEFAULT_BLOCK, DEFAULT_INTERPRETER_LIMIT, FUSED_LAUNCH_CANDIDATES, MATERIALIZED
 from kernels.study import cost, predict
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
@@ -159,7 +159,7 @@ class Plan:
     # variant of the points and the validation cases: validation compiles nothing itself
     validation_cached: bool = False
     rules: list[str] = field(default_factory=list)  # every rule of the workflow
-    interpreter_limit: int = 1 << 20
+    interpreter_limit: int = DEFAULT_INTERPRETER_LIMIT
     call_seconds: float = 30.0
 
 

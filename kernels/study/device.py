@@ -18,7 +18,8 @@ NVIDIA_MARKERS = (Path("/dev/nvidiactl"), Path("/proc/driver/nvidia"))
 _ASK_TORCH = (
     "import json, torch; ok = torch.cuda.is_available(); "
     "print(json.dumps({'cuda': ok, 'capability': "
-    "list(torch.cuda.get_device_capability()) if ok else None}))"
+    "list(torch.cuda.get_device_capability()) if ok else None, 'l2_bytes': "
+    "getattr(torch.cuda.get_device_properties(0), 'L2_cache_size', None) if ok else None}))"
 )
 
 
@@ -28,9 +29,10 @@ def nvidia_driver_present() -> bool:
 
 @cache
 def torch_cuda() -> dict:
-    """{"cuda": whether torch sees a GPU, "capability": [major, minor] or None}."""
+    """{"cuda": whether torch sees a GPU, "capability": [major, minor] or None, "l2_bytes":
+    the GPU's L2 size or None}."""
     if not nvidia_driver_present():
-        return {"cuda": False, "capability": None}
+        return {"cuda": False, "capability": None, "l2_bytes": None}
     done = subprocess.run(
         [sys.executable, "-c", _ASK_TORCH], capture_output=True, text=True, timeout=300, check=False
     )
@@ -53,3 +55,22 @@ def local_target() -> str | None:
     (``device: cuda`` asked for on a machine without one: its points are recorded as skipped)."""
     capability = torch_cuda()["capability"]
     return None if capability is None else f"sm_{capability[0]}{capability[1]}"
+
+
+# A cuda study planned where torch sees no GPU (a rehearsal, a budget, a preflight on the
+# development machine; its points are skipped there) follows the L2 of the GPU we are lent.
+PLANNING_GPU = "H200"
+
+
+def largest_cache_bytes(device: str) -> int | None:
+    """The cache a hand-off sweep follows: a GPU's L2 as torch reports it (PLANNING_GPU's
+    published size where torch sees none), else the CPU's last level as the OS describes it
+    (its total over instances); None where neither is known."""
+    if device == "cuda":
+        from kernels.study.gpus import GPUS
+
+        return torch_cuda().get("l2_bytes") or GPUS[PLANNING_GPU].l2_bytes
+    from kernels.study.cpu_caches import cpu_caches
+
+    levels = cpu_caches()["levels"]
+    return levels[-1]["total_bytes"] if levels else None

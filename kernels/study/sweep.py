@@ -7,9 +7,45 @@ Pure Python, so that the workflow can plan thousands of points without importing
 from __future__ import annotations
 
 import itertools
+import math
 
-from kernels.spec import DEFAULT_INPUTS, TRITON_IMPLEMENTATIONS
+from kernels.spec import DEFAULT_INPUTS, ELEMENT_BYTES, TRITON_IMPLEMENTATIONS
 from kernels.study.point import Point
+
+TOKEN_MULTIPLE = 16  # tokens_across_cache rounds T to this
+
+
+def tokens_across_cache(span: dict, cache_bytes: int, dtype: str) -> list[int]:
+    """T values whose S + P (2·T²·e) runs from span["from"] to span["to"] times
+    ``cache_bytes``, each ``span["step"]`` (default √2) times the one before, rounded to a
+    multiple of TOKEN_MULTIPLE (at least that), each once."""
+    low, high, step = span["from"], span["to"], span.get("step", math.sqrt(2))
+    if high < low:
+        raise ValueError(f"tokens_across_cache: to={high} is below from={low}")
+    first = math.sqrt(low * cache_bytes / (2 * ELEMENT_BYTES[dtype]))
+    count = math.floor(math.log(high / low) / (2 * math.log(step)) + 1e-9) + 1
+    rounded = (
+        max(TOKEN_MULTIPLE, TOKEN_MULTIPLE * round(first * step**i / TOKEN_MULTIPLE)) for i in range(count)
+    )
+    return list(dict.fromkeys(rounded))
+
+
+def tokens_of(grid: dict, dtype: str, cache_bytes: int | None) -> list[int]:
+    """The grid's T values for one dtype: its list, or those following the cache size."""
+    span = grid.get("tokens_across_cache")
+    if not span:
+        return list(grid["tokens"])
+    if not cache_bytes:
+        raise ValueError(
+            "tokens_across_cache needs the cache size: this machine describes no cache; "
+            "set cache_bytes in the configuration"
+        )
+    return tokens_across_cache(span, cache_bytes, dtype)
+
+
+def asks_for_cache(sweep: dict | list[dict]) -> bool:
+    """Whether a grid of the sweep follows the cache size (so the planner must read it)."""
+    return any(grid.get("tokens_across_cache") for grid in (sweep if isinstance(sweep, list) else [sweep]))
 
 
 def batches_for(sweep: dict, tokens: int) -> list[int]:
@@ -17,18 +53,39 @@ def batches_for(sweep: dict, tokens: int) -> list[int]:
     return [max(1, total // tokens)] if total else list(sweep["batch"])
 
 
-def grid_points(grid: dict) -> list[Point]:
-    """Every point of one grid: the product of its lists, blocks for Triton impls only."""
+def resolved(sweep: dict | list[dict], cache_bytes: int | None) -> list[dict]:
+    """The sweep's grids with every T listed: a grid following the cache size becomes one
+    grid per dtype with its T values, so what reads the sweep later needs no cache size."""
+    grids = sweep if isinstance(sweep, list) else [sweep]
     out = []
-    for impl, tokens, heads, d, dtype, causal, inputs in itertools.product(
-        grid["impls"],
-        grid["tokens"],
-        grid["heads"],
-        grid["head_dim"],
-        grid["dtype"],
-        grid["causal"],
-        grid.get("inputs", [DEFAULT_INPUTS]),
-    ):
+    for grid in grids:
+        if not grid.get("tokens_across_cache"):
+            out.append(grid)
+            continue
+        for dtype in grid["dtype"]:
+            tokens = tokens_of(grid, dtype, cache_bytes)
+            out.append(grid | {"dtype": [dtype], "tokens": tokens, "tokens_across_cache": None})
+    return out
+
+
+def _combinations(grid: dict, cache_bytes: int | None):
+    for dtype in grid["dtype"]:
+        yield from itertools.product(
+            grid["impls"],
+            tokens_of(grid, dtype, cache_bytes),
+            grid["heads"],
+            grid["head_dim"],
+            [dtype],
+            grid["causal"],
+            grid.get("inputs", [DEFAULT_INPUTS]),
+        )
+
+
+def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
+    """Every point of one grid: the product of its lists, blocks for Triton impls only;
+    ``cache_bytes``: the cache size a grid with tokens_across_cache follows."""
+    out = []
+    for impl, tokens, heads, d, dtype, causal, inputs in _combinations(grid, cache_bytes):
         blocks = [tuple(b) for b in grid["blocks"]] if impl in TRITON_IMPLEMENTATIONS else [(None, None)]
         for batch in batches_for(grid, tokens):
             for bm, bn in blocks:
@@ -36,10 +93,10 @@ def grid_points(grid: dict) -> list[Point]:
     return out
 
 
-def points(sweep: dict | list[dict]) -> list[Point]:
+def points(sweep: dict | list[dict], cache_bytes: int | None = None) -> list[Point]:
     """Every point of the sweep: one grid, or the points of several grids, each once."""
     grids = sweep if isinstance(sweep, list) else [sweep]
-    return list(dict.fromkeys(p for grid in grids for p in grid_points(grid)))
+    return list(dict.fromkeys(p for grid in grids for p in grid_points(grid, cache_bytes)))
 
 
 def build_jobs(points: list[Point]) -> dict[str, list[str]]:

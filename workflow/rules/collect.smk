@@ -29,7 +29,8 @@ rule gather:
 
 
 rule collect:
-    """Every record into one tidy table (a row per point) and a long table of stages."""
+    """Every record into one tidy table (a row per point), a long table of transfers and one
+    of the materialized paths' timed stages."""
     input:
         records=[rules.gather.output[0].format(impl=impl, dtype=dtype) for impl, dtype in GROUPS],
         env=rules.env.output,
@@ -37,6 +38,7 @@ rule collect:
         parquet=f"{RESULTS}/metrics.parquet",
         csv=f"{RESULTS}/metrics.csv",
         stages=f"{RESULTS}/stages.csv",
+        stage_times=f"{RESULTS}/stage_times.csv",
     log:
         f"{RESULTS}/logs/collect.log",
     conda:

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import LogEvent, logger
 
 from kernels.spec import TRITON_IMPLEMENTATIONS
@@ -23,6 +24,17 @@ REPORTS = sorted(path.stem for path in Path(workflow.basedir, "reports").glob("*
 # are recorded as skipped (unsupported) on a machine without one.
 DEVICE = attnio_device.resolve(config["device"])
 ON_GPU = DEVICE == "cuda"
+# A grid with tokens_across_cache follows the cache size (config cache_bytes, else the
+# machine's largest cache); its T values are listed here once, so every rule reads one sweep.
+CACHE_BYTES = config.get("cache_bytes") or (
+    attnio_device.largest_cache_bytes(DEVICE)
+    if attnio_sweep.asks_for_cache(config["sweep"])
+    else None
+)
+try:
+    config["sweep"] = attnio_sweep.resolved(config["sweep"], CACHE_BYTES)
+except ValueError as err:
+    raise WorkflowError(f"sweep: {err}") from None
 POINTS = attnio_sweep.points(config["sweep"])
 # Build: every Triton variant for the configured targets, plus the local GPU's on a GPU
 # machine (which also fills Triton's cache before anything is timed). One job per

@@ -1,12 +1,12 @@
-"""Thin entry point: every gathered record into results/metrics.{parquet,csv} and
-results/stages.csv with kernels.io.tables."""
+"""Thin entry point: every gathered record into results/metrics.{parquet,csv},
+results/stages.csv and results/stage_times.csv with kernels.io.tables."""
 
 from kernels.io.script_log import logged_to
 from kernels.io.tables import read_gathered, write_tables
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):
-    table = write_tables(
-        read_gathered(smk.input.records), smk.output.parquet, smk.output.csv, smk.output.stages
-    )
+    out = smk.output
+    records = read_gathered(smk.input.records)
+    table = write_tables(records, out.parquet, out.csv, out.stages, out.stage_times)
     print(table["status"].value_counts().to_string())

@@ -259,6 +259,21 @@ def sp_tensors(q, sp_dtype=None):
     return s, torch.empty_like(s)
 
 
+TRITON_NAIVE_STAGES = ("scores", "softmax", "pv")  # one kernel each, in launch order
+
+
+def triton_naive_stages(
+    q, k, v, causal: bool, block_m: int, block_n: int, *, sp_dtype=None, max_row_block: int = MAX_ROW_BLOCK
+):
+    """The three launches as stages (name, callable) on S, P and O allocated here once, in
+    launch order; returns the stages and O."""
+    check_triton_device(q)
+    s, p = sp_tensors(q, sp_dtype)
+    o = torch.empty_like(q)
+    launches = naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block)
+    return [(name, launch.run) for name, launch in zip(TRITON_NAIVE_STAGES, launches, strict=True)], o
+
+
 def triton_naive(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -1,0 +1,105 @@
+"""Each stage of a materialized path timed as it runs in the chain, warm and cold.
+
+The stages (kernels.impl: torch_naive's five operations, triton_naive's three kernels) write
+into tensors allocated once, so no stage pays for a fresh T×T allocation or its page faults.
+The chain is run over and over; in each pass every stage is timed on its own, right after the
+stage before it wrote its input. Passes alternate between two kinds, so that a change of
+clock or load meets both alike:
+- warm: nothing between the stages, so the input is wherever the stage before left it (in
+  cache while it fits): the hand-off as the chain meets it;
+- cold: the caches emptied just before each stage (CPU: a buffer FLUSH_FACTOR times the last
+  level's size read and written; GPU: a 256 MB buffer zeroed, as ``triton.testing.do_bench``
+  does between repetitions), so the input comes from DRAM.
+Warm over cold speed is then the share of the hand-off the caches serve.
+
+CPU stages are timed with ``time.perf_counter`` around each call (torch's CPU operations are
+synchronous); GPU stages with CUDA events around each launch sequence, read once per pass.
+The Triton interpreter is never timed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from kernels.measure.timing import summary
+
+MIN_PASSES = 10  # of each kind, and passes until MIN_SECONDS have gone, at most MAX_PASSES
+MAX_PASSES = 200
+MIN_SECONDS = 1.0  # of passes, both kinds together, flushes included
+FEWEST_PASSES = 3  # a slow chain stops here once MAX_SECONDS have gone
+MAX_SECONDS = 4.0
+FLUSH_FACTOR = 4  # the CPU's flush buffer over the last cache level's total size
+FLUSH_MIN_BYTES = 64 << 20
+CUDA_FLUSH_BYTES = 256_000_000  # as triton.testing.do_bench
+
+Stage = tuple[str, Callable[[], object]]
+
+
+def flush_buffer(device: str, last_level_bytes: int | None) -> torch.Tensor:
+    """A buffer whose streaming evicts every cache level of the device."""
+    if device == "cuda":
+        return torch.empty(CUDA_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+    size = max(FLUSH_MIN_BYTES, FLUSH_FACTOR * (last_level_bytes or 0))
+    return torch.zeros(size // 4, dtype=torch.int32)
+
+
+def empty_caches(buffer: torch.Tensor) -> None:
+    if buffer.is_cuda:
+        buffer.zero_()
+    else:
+        buffer.add_(1)  # read and written: every line of the buffer passes through the caches
+
+
+def _pass_cpu(stages: list[Stage], flush: torch.Tensor | None) -> list[float]:
+    times = []
+    for _, fn in stages:
+        if flush is not None:
+            empty_caches(flush)
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def _pass_cuda(stages: list[Stage], flush: torch.Tensor | None) -> list[float]:
+    events = []
+    for _, fn in stages:
+        if flush is not None:
+            empty_caches(flush)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        events.append((start, end))
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) / 1e3 for start, end in events]
+
+
+def time_stages(stages: list[Stage], device: str, last_level_bytes: int | None = None) -> list[dict]:
+    """Per stage, in chain order: ``stage``, warm ``time_ms`` with its 10th and 90th
+    percentiles, the same cold (``cold_time_ms``, ...), and ``repeats`` (passes of each kind)."""
+    one_pass = _pass_cuda if device == "cuda" else _pass_cpu
+    flush = flush_buffer(device, last_level_bytes)
+    one_pass(stages, None)  # warm-up: first touch of every buffer, compilation on a GPU
+    warm: list[list[float]] = [[] for _ in stages]
+    cold: list[list[float]] = [[] for _ in stages]
+    started, passes = time.perf_counter(), 0
+    while passes < MAX_PASSES:
+        elapsed = time.perf_counter() - started
+        if passes >= MIN_PASSES and elapsed >= MIN_SECONDS:
+            break
+        if passes >= FEWEST_PASSES and elapsed >= MAX_SECONDS:
+            break
+        for kind, flush_with in ((warm, None), (cold, flush)):
+            for found, seconds in zip(kind, one_pass(stages, flush_with), strict=True):
+                found.append(seconds * 1e3)
+        passes += 1
+    return [
+        {"stage": name}
+        | summary(w, passes)
+        | {f"cold_{key}": value for key, value in summary(c, passes).items() if key != "repeats"}
+        for (name, _), w, c in zip(stages, warm, cold, strict=True)
+    ]

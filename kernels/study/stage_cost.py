@@ -1,0 +1,117 @@
+"""The cost of each stage of a materialized path as it runs in the chain: what the stage
+reads and writes, the matrix-product FLOPs it executes and the exponentials it computes.
+Pure Python: no torch, no triton.
+
+torch_naive runs the seed's five stages as separate operations on whole T×T tensors: scores
+(Q·Kᵀ into S), scale (S *= 1/√d in place), mask (S's future entries set to −∞ in place, when
+causal), softmax (S into P, in float32; for a 2-byte dtype into a float32 matrix first, then
+cast into P) and pv (P·V into O). triton_naive runs three kernels: scores (with the scale and
+the mask inside), softmax and pv (kernels.impl.triton.naive).
+
+Bytes are split into the hand-off (S, P and softmax's float32 matrix: the T×T tensors one
+stage writes and the next reads back, which a cache may serve while they fit) and the rest
+(Q, K, V, O and the boolean mask). ``footprint_bytes`` is what must stay in cache for the
+stage's hand-off to be served there: the distinct T×T tensors it touches. FLOPs count the
+products as executed: torch multiplies every tile, causal or not; our scores and P·V kernels
+skip the tiles wholly in the future (the convention of kernels.study.cost.flops).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernels.study.cost import flops, next_power_of_2, transfers
+from kernels.study.point import Point
+
+TORCH_STAGES = ("scores", "scale", "mask", "softmax", "pv")
+TRITON_STAGES = ("scores", "softmax", "pv")
+# What each stage does, for tables and pages
+DOES: dict[tuple[str, str], str] = {
+    ("torch_naive", "scores"): "S = Q·Kᵀ",
+    ("torch_naive", "scale"): "S ×= 1/√d, in place",
+    ("torch_naive", "mask"): "S[j > i] = −∞, in place",
+    ("torch_naive", "softmax"): "P = softmax(S) by rows, in float32",
+    ("torch_naive", "pv"): "O = P·V",
+    ("triton_naive", "scores"): "S = Q·Kᵀ/√d, future tiles −∞ (one kernel)",
+    ("triton_naive", "softmax"): "P = softmax(S) by rows (one kernel)",
+    ("triton_naive", "pv"): "O = P·V (one kernel)",
+}
+STAGED = ("torch_naive", "triton_naive")
+FLOAT32_BYTES = 4
+MASK_BYTES = 1  # torch.bool
+
+
+@dataclass(frozen=True)
+class StageCost:
+    stage: str
+    does: str
+    handoff_bytes: int  # S, P (and softmax's float32 matrix) read and written
+    other_bytes: int  # Q, K, V, O and the mask
+    footprint_bytes: int  # the distinct T×T tensors the stage touches
+    flops: int  # matrix-product FLOPs as executed
+    exps: int  # exponentials
+
+    @property
+    def bytes(self) -> int:
+        return self.handoff_bytes + self.other_bytes
+
+
+def stage_names(point: Point) -> tuple[str, ...]:
+    """The stages of a point in the order they run; () for a path that is not staged."""
+    if point.impl == "torch_naive":
+        return tuple(s for s in TORCH_STAGES if s != "mask" or point.causal)
+    if point.impl == "triton_naive":
+        return TRITON_STAGES
+    return ()
+
+
+def _torch_stages(point: Point) -> list[StageCost]:
+    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
+    matrix, qkvo = G * T * T * e, G * T * d * e
+    product = 2 * G * T * T * d
+    wide = G * T * T * FLOAT32_BYTES if e != FLOAT32_BYTES else 0  # softmax's float32 result
+    # (handoff, other, footprint, flops, exps) per stage
+    found = {
+        "scores": (matrix, 2 * qkvo, matrix, product, 0),
+        "scale": (2 * matrix, 0, matrix, 0, 0),
+        "mask": (2 * matrix, G * T * T * MASK_BYTES, matrix, 0, 0),
+        "softmax": (2 * matrix + 2 * wide, 0, 2 * matrix + wide, 0, G * T * T),
+        "pv": (matrix, 2 * qkvo, matrix, product, 0),
+    }
+    return [StageCost(s, DOES[("torch_naive", s)], *found[s]) for s in stage_names(point)]
+
+
+def _triton_stages(point: Point) -> list[StageCost]:
+    moves = transfers(point)
+    per_product = flops(point) // 2
+    passes = 1 if min(next_power_of_2(point.tokens), point.max_row_block) >= point.tokens else 2
+    exps = {"scores": 0, "softmax": passes * point.groups * point.tokens**2, "pv": 0}
+    work = {"scores": per_product, "softmax": 0, "pv": per_product}
+    matrix = point.groups * point.tokens**2 * point.e_sp
+    footprint = {"scores": matrix, "softmax": 2 * matrix, "pv": matrix}
+    found = []
+    for stage in TRITON_STAGES:
+        mine = [t for t in moves if t.kernel == stage]
+        handoff = sum(t.as_issued for t in mine if t.tensor in ("S", "P"))
+        other = sum(t.as_issued for t in mine if t.tensor not in ("S", "P"))
+        found.append(
+            StageCost(
+                stage,
+                DOES[("triton_naive", stage)],
+                handoff,
+                other,
+                footprint[stage],
+                work[stage],
+                exps[stage],
+            )
+        )
+    return found
+
+
+def stage_costs(point: Point) -> list[StageCost]:
+    """Each stage of the point in the order it runs (empty for a path that is not staged)."""
+    if point.impl == "torch_naive":
+        return _torch_stages(point)
+    if point.impl == "triton_naive":
+        return _triton_stages(point)
+    return []
