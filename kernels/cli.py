@@ -402,6 +402,7 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     from kernels.study.gpus import GPUS
+    from kernels.study.stage_cost import STAGED
 
     cmd.add_argument("--batch", type=batch_int, default=1, help="B")
     cmd.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
@@ -415,6 +416,23 @@ def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--gpu", nargs="+", choices=list(GPUS), default=list(GPUS), help="GPUs to predict for")
     cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    cmd.add_argument(
+        "--stages",
+        action="store_true",
+        help="predict each stage of one materialized path instead: the time of each cache level, "
+        "DRAM, the products and the exponentials, warm (a band) and cold (kernels.study.hierarchy)",
+    )
+    cmd.add_argument(
+        "--impl",
+        choices=STAGED,
+        help="with --stages: the materialized path whose stages are predicted (default: triton_naive)",
+    )
+    cmd.add_argument(
+        "--ceilings",
+        metavar="JSON",
+        help="with --stages: this machine's measured rates (python -m kernels ceilings), predicted "
+        "for as 'this machine' beside the GPUs",
+    )
 
 
 def add_tile_errors_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -773,25 +791,35 @@ def run_tile_errors(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from kernels.study import predict
+    from kernels.spec import TRITON_IMPLEMENTATIONS
+    from kernels.study import hierarchy, predict, stage_predictions
     from kernels.study.gpus import GPUS
 
+    if not args.stages and (args.impl or args.ceilings):
+        raise SystemExit("predict: --impl and --ceilings go with --stages")
+    impl = args.impl or "triton_naive"
+    blocks = (args.block_m, args.block_n) if impl in TRITON_IMPLEMENTATIONS else (None, None)
     points = []
     for tokens in args.tokens:
         try:
             shape = dict(batch=args.batch, heads=args.heads, tokens=tokens, head_dim=args.head_dim)
             points.append(
                 Point(
-                    "triton_naive",
-                    **shape,
-                    dtype=args.dtype,
-                    causal=args.causal,
-                    block_m=args.block_m,
-                    block_n=args.block_n,
+                    impl, **shape, dtype=args.dtype, causal=args.causal, block_m=blocks[0], block_n=blocks[1]
                 )
             )
         except ValueError as err:
             raise SystemExit(f"predict: {err}") from None
+    if args.stages:
+        targets = stage_predictions.gpu_machines(args.gpu)
+        if args.ceilings:
+            try:
+                targets.append(hierarchy.from_ceilings(load_json(args.ceilings, "--ceilings")))
+            except ValueError as err:
+                raise SystemExit(f"predict: --ceilings {args.ceilings}: {err}") from None
+        rows = [row for p in points for target in targets for row in stage_predictions.stage_rows(p, target)]
+        print(json.dumps(rows, indent=1) if args.json else stage_predictions.format_rows(rows))
+        return 0
     rows = [predict.summary_row(p, GPUS[name]) for p in points for name in args.gpu]
     print(json.dumps(rows, indent=1) if args.json else predict.format_rows(rows))
     return 0

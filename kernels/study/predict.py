@@ -37,13 +37,14 @@ PRODUCTS = {"scores": 1, "softmax": 0, "pv": 1, "attention_fwd": 2}
 PATHS = {"materialized": "triton_naive", "fused": "triton_flash"}
 
 
-def served_by_l2(footprint: float, l2_bytes: int, *, optimistic: bool) -> float:
-    """The share of a reuse L2 serves, at one end of the band."""
+def served(footprint: float, capacity: float, *, optimistic: bool) -> float:
+    """The share of a reuse a cache of ``capacity`` bytes serves, at one end of the band: the
+    GPU's L2 here, every cache level in kernels.study.hierarchy."""
     if footprint <= 0:
         return 1.0
     if optimistic:
-        return min(1.0, l2_bytes / footprint)
-    return 1.0 if footprint <= RESIDENT_SHARE * l2_bytes else 0.0
+        return min(1.0, capacity / footprint)
+    return 1.0 if footprint <= RESIDENT_SHARE * capacity else 0.0
 
 
 def reread_footprint(point: Point, tensor: str, gpu: Gpu) -> int:
@@ -62,11 +63,11 @@ def dram_bytes(transfer: Transfer, point: Point, gpu: Gpu, *, optimistic: bool) 
     """One transfer's bytes that reach DRAM, at one end of the band."""
     first = float(transfer.compulsory)
     if transfer.tensor in HANDOFF_TENSORS:
-        first *= 1 - served_by_l2(matrix_bytes(point), gpu.l2_bytes, optimistic=optimistic)
+        first *= 1 - served(matrix_bytes(point), gpu.l2_bytes, optimistic=optimistic)
     extra = 0.0 if transfer.as_issued is None else float(transfer.as_issued - transfer.compulsory)
     if extra > 0:  # negative: tiles a causal kernel skips, never loaded at all
         footprint = reread_footprint(point, transfer.tensor, gpu)
-        extra *= 1 - served_by_l2(footprint, gpu.l2_bytes, optimistic=optimistic)
+        extra *= 1 - served(footprint, gpu.l2_bytes, optimistic=optimistic)
     return first + extra
 
 
@@ -131,8 +132,8 @@ def predict(point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None)
         "tokens": point.tokens,
         "bytes_S": footprint,
         "l2_bytes": gpu.l2_bytes,
-        "handoff_in_l2_low": served_by_l2(footprint, gpu.l2_bytes, optimistic=True) if footprint else None,
-        "handoff_in_l2_high": served_by_l2(footprint, gpu.l2_bytes, optimistic=False) if footprint else None,
+        "handoff_in_l2_low": served(footprint, gpu.l2_bytes, optimistic=True) if footprint else None,
+        "handoff_in_l2_high": served(footprint, gpu.l2_bytes, optimistic=False) if footprint else None,
         "dram_low_bytes": sum(k.bytes_low for k in found),
         "dram_high_bytes": sum(k.bytes_high for k in found),
         "issued_bytes": sum((t.as_issued or t.compulsory) for t in transfers(point)),

@@ -1,0 +1,156 @@
+"""Per-stage predictions of the materialized paths (kernels.study.hierarchy) for every staged
+point of a sweep, on each GPU of kernels.study.gpus and on the machine the ceilings were
+measured on: the table results/model/stage_predictions.csv (the ``predict_stages`` rule) and
+the ``predict --stages`` command's rows.
+
+Warm: the stage runs right after the one before it, so its hand-off may still sit in a cache:
+a band from the optimistic end (low) to the pessimistic end (high). Cold: the caches were
+emptied just before it. Times are roofline lower bounds, in milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from kernels.io.atomic import write_csv_atomic
+from kernels.study import hierarchy
+from kernels.study.gpus import GPUS
+from kernels.study.hierarchy import Machine
+from kernels.study.point import Point
+from kernels.study.stage_cost import stage_costs, stage_names
+from kernels.study.sweep import points as sweep_points
+
+KEY = ("impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n")
+COLUMNS = (
+    *KEY,
+    "target",
+    "stage",
+    "does",
+    "bytes",
+    "handoff_bytes",
+    "footprint_bytes",
+    "flops",
+    "exps",
+    "predicted_warm_low_ms",
+    "predicted_warm_high_ms",
+    "predicted_cold_ms",
+    "bound_warm_low",
+    "bound_warm_high",
+    "bound_cold",
+    "largest_cache_bytes",
+)
+MS = 1e3
+
+
+def gpu_machines(names: Iterable[str] = GPUS) -> list[Machine]:
+    return [hierarchy.from_gpu(GPUS[name]) for name in names]
+
+
+def machines(ceilings: dict | None) -> tuple[list[Machine], str | None]:
+    """The GPUs, and this machine where its ceilings hold every rate; otherwise the reason it
+    is left out (a cuda run without a GPU measures nothing)."""
+    found = gpu_machines()
+    if ceilings is None:
+        return found, "no ceilings given"
+    try:
+        return [*found, hierarchy.from_ceilings(ceilings)], None
+    except ValueError as err:
+        return found, str(err)
+
+
+def stage_rows(point: Point, machine: Machine) -> list[dict]:
+    """Each stage of one point on one machine, as table rows."""
+    rows = []
+    for stage in stage_costs(point):
+        ends = {
+            case: hierarchy.stage_time(stage, machine, point=point, optimistic=optimistic, cold=cold)
+            for case, optimistic, cold in (
+                ("warm_low", True, False),
+                ("warm_high", False, False),
+                ("cold", True, True),
+            )
+        }
+        rows.append(
+            {name: getattr(point, name) for name in KEY}
+            | {
+                "target": machine.name,
+                "stage": stage.stage,
+                "does": stage.does,
+                "bytes": stage.bytes,
+                "handoff_bytes": stage.handoff_bytes,
+                "footprint_bytes": stage.footprint_bytes,
+                "flops": stage.flops,
+                "exps": stage.exps,
+            }
+            | {f"predicted_{case}_ms": found["time_s"] * MS for case, found in ends.items()}
+            | {f"bound_{case}": found["bound"] for case, found in ends.items()}
+            | {"largest_cache_bytes": machine.largest_cache_bytes}
+        )
+    return rows
+
+
+def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> list[dict]:
+    """Every staged point of the sweep on every target."""
+    staged = [p for p in sweep_points(sweep) if stage_names(p)]
+    targets = list(targets)
+    return [row for point in staged for machine in targets for row in stage_rows(point, machine)]
+
+
+def write(sweep: dict | list[dict], ceilings: dict | None, out: str | os.PathLike) -> tuple[int, str | None]:
+    """The table, atomically; the number of rows and why this machine has none (or None)."""
+    targets, left_out = machines(ceilings)
+    rows = prediction_rows(sweep, targets)
+    write_csv_atomic(out, rows, columns=COLUMNS)
+    return len(rows), left_out
+
+
+def _band(low: float, high: float, digits: int = 1) -> str:
+    a, b = f"{low:,.{digits}f}", f"{high:,.{digits}f}"
+    return a if a == b else f"{a}–{b}"
+
+
+def format_rows(rows: list[dict]) -> str:
+    """A small table for the terminal: sizes in MiB, times in µs, every figure a prediction."""
+    mib, us = float(1 << 20), 1e3  # ms → µs
+    header = (
+        "target",
+        "T",
+        "stage",
+        "MiB",
+        "footprint MiB",
+        "cache MiB",
+        "warm µs",
+        "bound",
+        "cold µs",
+        "bound",
+    )
+    lines = [header]
+    for r in rows:
+        bounds = dict.fromkeys((r["bound_warm_low"], r["bound_warm_high"]))
+        cache = r["largest_cache_bytes"]
+        lines.append(
+            (
+                r["target"],
+                f"{r['tokens']:,}",
+                r["stage"],
+                f"{r['bytes'] / mib:,.1f}",
+                f"{r['footprint_bytes'] / mib:,.1f}",
+                "–" if cache is None else f"{cache / mib:,.1f}",
+                _band(r["predicted_warm_low_ms"] * us, r["predicted_warm_high_ms"] * us),
+                "–".join(bounds),
+                f"{r['predicted_cold_ms'] * us:,.1f}",
+                r["bound_cold"],
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines]
+    first = rows[0] if rows else {}
+    note = (
+        f"Predicted, not measured: {first.get('impl')} B={first.get('batch')} H={first.get('heads')} "
+        f"d={first.get('head_dim')} {first.get('dtype')} causal={first.get('causal')}. Each stage takes "
+        "the longest of its cache levels', DRAM's, its products' and its exponentials' times "
+        "(kernels.study.hierarchy); warm runs from every cache serving the share of the hand-off "
+        "that fits to serving only what fits in half of it; cold starts with the caches empty."
+    )
+    return "\n".join(text + ["", note])
