@@ -185,6 +185,7 @@ ORDER = (
     "env",
     "build_table",
     "predict",
+    "predict_stages",
     "ceilings",
     "measure",
     "gather",
