@@ -139,3 +139,19 @@ def test_the_mask_stage_masks_the_future():
     s = stages[0][1]()  # scores again: S unmasked ...
     stages[2][1]()  # ... masked in place
     assert torch.isinf(s[0, 0][future_mask(33, "cpu")]).all()
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_triton_naive_stages_are_its_three_kernels(causal):
+    """Under the interpreter (correctness only: never timed), the stages run in order give
+    the implementation's output."""
+    from kernels.impl.triton.naive import TRITON_NAIVE_STAGES, triton_naive, triton_naive_stages
+
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(1, 2, 45, 16).half() for _ in range(3))
+    stages, out = triton_naive_stages(q, k, v, causal, 16, 32)
+    assert tuple(name for name, _ in stages) == TRITON_NAIVE_STAGES
+    assert TRITON_NAIVE_STAGES == stage_names(Point("triton_naive", 1, 2, 45, 16, "float16", causal))
+    for _, run in stages:
+        run()
+    assert torch.equal(out, triton_naive(q, k, v, causal, 16, 32))
