@@ -240,3 +240,47 @@ def test_the_stage_predictions_need_no_torch(no_torch):
     )
     assert done.returncode == 0, done.stderr
     assert "Predicted, not measured: triton_naive" in done.stdout and "softmax" in done.stdout
+
+
+def test_a_stage_updating_in_place_moves_at_the_in_place_rates():
+    """The same footprint past L2 (all 1,000 B from DRAM): at the copy's 10 B/s 100 s, at an
+    in-place pass's measured 20 B/s 50 s; a level without an in-place rate keeps the copy's."""
+    from dataclasses import replace
+
+    machine = replace(TOY, in_place_rates={"DRAM": 20.0})
+    copy_like = stage_time(stage(50_000), machine, point=ANY_POINT, optimistic=False)
+    in_place = stage_time(replace(stage(50_000), in_place=True), machine, point=ANY_POINT, optimistic=False)
+    assert copy_like["time_s"] == (1_000 + 5) / 10.0
+    assert in_place["time_s"] == (1_000 + 5) / 20.0
+    served_in_l1 = stage_time(replace(stage(400), in_place=True), machine, point=ANY_POINT, optimistic=True)
+    assert served_in_l1["seconds"]["L1"] == 1.0
+
+
+def test_the_ceilings_in_place_rates_reach_the_machine():
+    ceilings = {
+        "device": "cpu",
+        "copy_gbps": 10.0,
+        "matmul_tflops": 0.1,
+        "exp_per_s": 1e9,
+        "levels": [
+            {
+                "level": "L2",
+                "bytes": 1 << 20,
+                "footprint_bytes": 1 << 19,
+                "copy_gbps": 50.0,
+                "update_gbps": 80.0,
+            },
+            {
+                "level": "DRAM",
+                "bytes": None,
+                "footprint_bytes": 1 << 28,
+                "copy_gbps": 10.0,
+                "update_gbps": 15.0,
+            },
+        ],
+    }
+    assert from_ceilings(ceilings).in_place_rates == {"L2": 80e9, "DRAM": 15e9}
+    scale = next(
+        c for c in stage_costs(Point("torch_naive", 1, 1, 64, 16, "float32", True)) if c.stage == "scale"
+    )
+    assert scale.in_place

@@ -17,10 +17,12 @@ cost of a call, ``call_us``, which would otherwise dominate a copy inside L1); o
 CUDA graph of repeated copies without any L2 flush (``triton.testing.do_bench_cudagraph``),
 the one-element copy likewise. ``time_us`` is the median time per call; ``copy_gbps`` the
 footprint (each byte read once and written once) over the median of the time per call less the
-fixed cost, block by block. Where that leaves under 5 % of the time to the data, the rate is
-null and ``reason`` says so. The top-level ``copy_gbps`` is DRAM's (past the last level);
-``call_us`` the least over the levels (the fixed cost with torch's own code and data in
-cache). Without any cache description: only DRAM, at 512 MiB (CPU) or 2 GiB (GPU).
+fixed cost, block by block; ``update_gbps`` the same for one tensor of the same footprint
+multiplied in place (kernels.study.hierarchy uses it for the stages that update S in place).
+Where that leaves under 5 % of the time to the data, the rate is null and ``reason`` says so.
+The top-level ``copy_gbps`` is DRAM's (past the last level); ``call_us`` the least over the
+levels (the fixed cost with torch's own code and data in cache). Without any cache
+description: only DRAM, at 512 MiB (CPU) or 2 GiB (GPU).
 
 ``exp_per_s``: ``torch.exp`` over float32 data in cache (input and output filling half of what
 the job meets in L2, else in the last level), exponentials per second, the fixed cost of a
@@ -155,8 +157,21 @@ def copy_at(device: str, name: str, capacity: int | None, footprint: int) -> dic
         "copy_gbps": rate / 1e9 if rate else None,
         "time_us": times[0] * 1e6,
         "call_us": times[1] * 1e6,
+        "update_gbps": update_at(device, footprint),
     }
     return found | ({"reason": reason} if reason else {})
+
+
+def update_at(device: str, footprint: int) -> float | None:
+    """GB/s of a pass that reads and writes one tensor of ``footprint`` bytes in place (each
+    byte read once and written once, as the scale and mask stages do). A copy's destination
+    is read before it is written on a CPU (write-allocate), a cost an in-place pass does not
+    pay, so the two rates differ where the data is past the caches."""
+    x = torch.empty(_floats(footprint, tensors=1), device=device).fill_(1.0)
+    one = torch.ones(1, device=device)
+    times = warm_times(device, lambda: x.mul_(1.0), lambda: one.mul_(1.0))
+    rate, _ = _rate(2 * x.numel() * 4, times)
+    return rate / 1e9 if rate else None
 
 
 def level_footprints(device: str, found: dict, threads: int) -> list[tuple[str, int | None, int]]:

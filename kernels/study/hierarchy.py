@@ -19,7 +19,7 @@ its bound.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from kernels.study.gpus import Gpu
@@ -44,6 +44,9 @@ class Machine:
     product_flops_per_s: Callable[[Point], float]  # by the point's dtype and path
     exp_per_s: float
     source: str
+    # bytes/s of a pass updating one tensor in place, by level name (DRAM included), where
+    # measured: a stage that updates S in place moves its bytes at these rates, not a copy's
+    in_place_rates: dict[str, float] = field(default_factory=dict)
 
     @property
     def largest_cache_bytes(self) -> int | None:
@@ -91,6 +94,14 @@ def _dram_rate(ceilings: dict) -> float:
     return _rate(ceilings, "copy_gbps") * GIGA
 
 
+def _in_place_rates(ceilings: dict) -> dict[str, float]:
+    return {
+        level["level"]: float(level["update_gbps"]) * GIGA
+        for level in ceilings.get("levels") or []
+        if level.get("update_gbps")
+    }
+
+
 def from_ceilings(ceilings: dict, name: str = "this machine") -> Machine:
     """The machine the ceilings were measured on (python -m kernels ceilings, as a dict).
 
@@ -105,6 +116,7 @@ def from_ceilings(ceilings: dict, name: str = "this machine") -> Machine:
         dram_bytes_per_s=_dram_rate(ceilings),
         product_flops_per_s=lambda point: rate,
         exp_per_s=_rate(ceilings, "exp_per_s", "exp_reason"),
+        in_place_rates=_in_place_rates(ceilings),
         source=(
             f"measured by python -m kernels ceilings on {device} ({ceilings.get('threads')} threads, "
             f"{ceilings.get('matmul_dtype') or 'float32'} products) at {ceilings.get('measured_at')}"
@@ -131,6 +143,8 @@ def stage_time(
     products and of the exponentials; the bound (the name with the most seconds) and the time."""
     moved = level_bytes(stage, machine, optimistic=optimistic, cold=cold)
     rates = {name: rate for name, _, rate in machine.levels} | {DRAM: machine.dram_bytes_per_s}
+    if stage.in_place:
+        rates |= {name: rate for name, rate in machine.in_place_rates.items() if name in rates}
     seconds = {name: moved[name] / rates[name] for name in moved}
     seconds[PRODUCTS] = stage.flops / machine.product_flops_per_s(point) if stage.flops else 0.0
     seconds[EXPONENTIALS] = stage.exps / machine.exp_per_s if stage.exps else 0.0

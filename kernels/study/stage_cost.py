@@ -37,6 +37,7 @@ DOES: dict[tuple[str, str], str] = {
     ("triton_naive", "pv"): "O = P·V (one kernel)",
 }
 STAGED = ("torch_naive", "triton_naive")
+IN_PLACE = ("scale", "mask")  # torch_naive's stages that update S where it lies
 FLOAT32_BYTES = 4
 MASK_BYTES = 1  # torch.bool
 
@@ -50,6 +51,7 @@ class StageCost:
     footprint_bytes: int  # the distinct T×T tensors the stage touches
     flops: int  # matrix-product FLOPs as executed
     exps: int  # exponentials
+    in_place: bool = False  # reads and writes S in place (no separate destination)
 
     @property
     def bytes(self) -> int:
@@ -78,7 +80,9 @@ def _torch_stages(point: Point) -> list[StageCost]:
         "softmax": (2 * matrix + 2 * wide, 0, 2 * matrix + wide, 0, G * T * T),
         "pv": (matrix, 2 * qkvo, matrix, product, 0),
     }
-    return [StageCost(s, DOES[("torch_naive", s)], *found[s]) for s in stage_names(point)]
+    return [
+        StageCost(s, DOES[("torch_naive", s)], *found[s], in_place=s in IN_PLACE) for s in stage_names(point)
+    ]
 
 
 def _triton_stages(point: Point) -> list[StageCost]:
