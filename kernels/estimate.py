@@ -312,7 +312,7 @@ def calibrate(params, device: str, targets: list[str], probe: str | None, interp
     kinds |= {f"script{i}": "script" for i in range(2)}
     for i in range(2):
         kinds[f"measure{i}"] = (
-            f"{py} -m kernels measure --impl torch_naive {tiny} --dtype float32 --device {device} "
+            f"{py} -m kernels measure --impl sdpa {tiny} --dtype float32 --device {device} "
             f"--threads {threads} --no-ncu --out {{output}} > {{log}} 2>&1"
         )
     kinds["validate"] = (

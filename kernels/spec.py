@@ -101,6 +101,20 @@ CALL_BUDGET_SECONDS = 30.0
 # do_bench on a GPU: milliseconds of warm-up, then of timed repetitions (L2 flushed between)
 CUDA_WARMUP_MS = 25
 CUDA_REP_MS = 100
+# The materialized paths' stages (kernels.measure.stages): passes of the chain, warm and cold
+# alternating, at least STAGE_MIN_PASSES of each and until STAGE_MIN_SECONDS have gone (at
+# most STAGE_MAX_PASSES; less on a GPU, whose events time each stage to the microsecond); a
+# slow chain stops at STAGE_FEWEST_PASSES once STAGE_MAX_SECONDS have gone. Cold: the caches
+# emptied first by a buffer of STAGE_FLUSH_FACTOR times the CPU's last level (at least
+# STAGE_FLUSH_MIN_BYTES), or on a GPU by zeroing CUDA_FLUSH_BYTES (as do_bench does).
+STAGE_MIN_PASSES = 10
+STAGE_MAX_PASSES = 200
+STAGE_MIN_SECONDS: dict[str, float] = {"cpu": 1.0, "cuda": 0.3}
+STAGE_FEWEST_PASSES = 3
+STAGE_MAX_SECONDS = 4.0
+STAGE_FLUSH_FACTOR = 4
+STAGE_FLUSH_MIN_BYTES = 64 << 20
+CUDA_FLUSH_BYTES = 256_000_000
 JOB_LIMIT_SECONDS = 900
 
 # Nsight Compute: the metrics read (its name → the record's field), and the GPU study's

@@ -14,9 +14,10 @@ from workflow_run import ROOT, env
 
 from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS, FUSED_LAUNCH_CANDIDATES
 from kernels.study import budget
+from kernels.study.device import largest_cache_bytes
 from kernels.study.gpus import GPUS
 from kernels.study.point import Point
-from kernels.study.sweep import build_jobs, groups, points
+from kernels.study.sweep import build_jobs, groups, points, resolved
 
 H200 = GPUS["H200"]
 WINDOWS = budget.Windows(0.2, 3.0, 10, CUDA_WARMUP_MS / 1e3, CUDA_REP_MS / 1e3)
@@ -74,6 +75,24 @@ def test_a_gpu_point_costs_the_tiny_measure_job_and_a_timing_window_per_launch()
     assert budget.call_seconds(naive, H200) > 2 * budget.call_seconds(fused, H200)
 
 
+def test_a_materialized_point_costs_its_stages_warm_and_cold():
+    """No ceilings' levels: the flush buffer is its least, 64 MiB read and written at 20 GB/s
+    (6.7 ms). A tiny causal point (5 stages, call ≈ 0): passes of 5 flushes, as many as one
+    second takes (30), at least ten. A call of 0.23 s: ten passes would take 4.9 s, so the
+    passes stop after 4 s (9 of them)."""
+    machine = cpu_machine()
+    flush = 2 * (64 << 20) / 20e9
+    assert budget.flush_seconds(machine) == pytest.approx(flush)
+    small = Point("torch_naive", 1, 1, 16, 16, "float32", True)
+    assert budget.stages_seconds(small, 0.0, machine) == pytest.approx(30 * 5 * flush)
+    big = Point("torch_naive", 1, 1, 8192, 128, "float32", False)
+    per_pass = 2 * 0.23 + 4 * flush
+    assert budget.stages_seconds(big, 0.23, machine) == pytest.approx(0.23 + 9 * per_pass)
+    assert budget.stages_seconds(Point("sdpa", 1, 1, 16, 16, "float32", True), 0.0, machine) == 0.0
+    interpreted = Point("triton_naive", 1, 1, 16, 16, "float16", True, 16, 16)
+    assert budget.stages_seconds(interpreted, 0.0, machine) == 0.0
+
+
 def test_a_cpu_point_costs_its_window_or_its_interpreted_launches_and_a_skipped_one_neither():
     plan = budget.Plan([], {}, {}, {}, [], {}, interpreter_limit=1 << 20)
     machine = cpu_machine()
@@ -82,9 +101,10 @@ def test_a_cpu_point_costs_its_window_or_its_interpreted_launches_and_a_skipped_
     big = Point("torch_naive", 1, 1, 8192, 128, "float32", False)  # 0.23 s a call: 2.3 s timed
     # a short call: the least run, and as far towards the most as the tiny job went
     fill = (0.5 - 0.2) / (3.0 - 0.2)
+    call = budget.cpu_call_seconds(small, machine.ceilings)
     assert budget.measure_seconds(small, machine, plan) == pytest.approx(
-        fixed + 0.2 + fill * 2.8 + 2 * budget.cpu_call_seconds(small, machine.ceilings)
-        + budget.check_seconds(small, machine), rel=1e-3
+        fixed + 0.2 + fill * 2.8 + 2 * call + budget.check_seconds(small, machine)
+        + budget.stages_seconds(small, call, machine), rel=1e-3
     )  # fmt: skip
     assert budget.measure_seconds(big, machine, plan) > budget.measure_seconds(small, machine, plan) + 0.5
     fused = Point("triton_flash", 1, 1, 100, 16, "float16", False, 16, 32)
@@ -155,7 +175,8 @@ def gpu_study_plan() -> budget.Plan:
     """The gpu_study preset's plan on an H200 (build for sm_90, candidates built, preflight
     first), its compiles counted by the budget script itself."""
     preset = yaml.safe_load((ROOT / "config" / "presets" / "gpu_study.yaml").read_text())
-    planned = points(preset["sweep"])
+    # its hand-off grid follows the L2 of the GPU we are lent, as the planner does without one
+    planned = points(resolved(preset["sweep"], largest_cache_bytes("cuda")))
     targets = list(dict.fromkeys(preset.get("build", {}).get("targets", ["sm_80", "sm_90"]) + ["sm_90"]))
     tables = ["build_table", "collect", "env", "model", "predict", "tile_errors"]
     reports = {path.stem: tables for path in (ROOT / "reports").glob("*.ipynb")}
@@ -198,7 +219,7 @@ def gpu_study_plan() -> budget.Plan:
 
 def test_the_gpu_study_fits_its_limit_on_a_slow_gpu_host():
     plan = gpu_study_plan()
-    assert len(plan.points) == 42
+    assert len(plan.points) == 42 + 3  # and the hand-off's three T across the H200's L2
     # compiles per variant the plan builds: triton_naive's validation compiles its three
     # kernels per distinct specialization of the GPU cases, far more than one per group
     naive = next(w for name, w in plan.validations.items() if name.startswith("triton_naive"))
@@ -209,9 +230,10 @@ def test_the_gpu_study_fits_its_limit_on_a_slow_gpu_host():
     found = budget.estimate(plan, SLOW_GPU_HOST)
     rules = found["rules"]
     assert (
-        rules["measure"]["jobs"] == 42 and rules["validate"]["jobs"] == 7 and rules["preflight"]["jobs"] == 1
+        rules["measure"]["jobs"] == 45 and rules["validate"]["jobs"] == 7 and rules["preflight"]["jobs"] == 1
     )
-    assert rules["report_notebook"]["jobs"] == rules["report_html"]["jobs"] == 6
+    pages = len(list((ROOT / "reports").glob("*.ipynb")))
+    assert rules["report_notebook"]["jobs"] == rules["report_html"]["jobs"] == pages
     assert found["total_s"] < GPU_STUDY_SECONDS, "\n".join(budget.summary(found))
 
 

@@ -7,8 +7,8 @@ stage before it wrote its input. Passes alternate between two kinds, so that a c
 clock or load meets both alike:
 - warm: nothing between the stages, so the input is wherever the stage before left it (in
   cache while it fits): the hand-off as the chain meets it;
-- cold: the caches emptied just before each stage (CPU: a buffer FLUSH_FACTOR times the last
-  level's size read and written; GPU: a 256 MB buffer zeroed, as ``triton.testing.do_bench``
+- cold: the caches emptied just before each stage (CPU: a buffer STAGE_FLUSH_FACTOR times the
+  last level's size read and written; GPU: a 256 MB buffer zeroed, as ``triton.testing.do_bench``
   does between repetitions), so the input comes from DRAM.
 Warm over cold speed is then the share of the hand-off the caches serve.
 
@@ -25,15 +25,16 @@ from collections.abc import Callable
 import torch
 
 from kernels.measure.timing import summary
-
-MIN_PASSES = 10  # of each kind, and passes until MIN_SECONDS have gone, at most MAX_PASSES
-MAX_PASSES = 200
-MIN_SECONDS = 1.0  # of passes, both kinds together, flushes included
-FEWEST_PASSES = 3  # a slow chain stops here once MAX_SECONDS have gone
-MAX_SECONDS = 4.0
-FLUSH_FACTOR = 4  # the CPU's flush buffer over the last cache level's total size
-FLUSH_MIN_BYTES = 64 << 20
-CUDA_FLUSH_BYTES = 256_000_000  # as triton.testing.do_bench
+from kernels.spec import (
+    CUDA_FLUSH_BYTES,
+    STAGE_FEWEST_PASSES,
+    STAGE_FLUSH_FACTOR,
+    STAGE_FLUSH_MIN_BYTES,
+    STAGE_MAX_PASSES,
+    STAGE_MAX_SECONDS,
+    STAGE_MIN_PASSES,
+    STAGE_MIN_SECONDS,
+)
 
 Stage = tuple[str, Callable[[], object]]
 
@@ -42,7 +43,7 @@ def flush_buffer(device: str, last_level_bytes: int | None) -> torch.Tensor:
     """A buffer whose streaming evicts every cache level of the device."""
     if device == "cuda":
         return torch.empty(CUDA_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-    size = max(FLUSH_MIN_BYTES, FLUSH_FACTOR * (last_level_bytes or 0))
+    size = max(STAGE_FLUSH_MIN_BYTES, STAGE_FLUSH_FACTOR * (last_level_bytes or 0))
     return torch.zeros(size // 4, dtype=torch.int32)
 
 
@@ -87,11 +88,11 @@ def time_stages(stages: list[Stage], device: str, last_level_bytes: int | None =
     warm: list[list[float]] = [[] for _ in stages]
     cold: list[list[float]] = [[] for _ in stages]
     started, passes = time.perf_counter(), 0
-    while passes < MAX_PASSES:
+    while passes < STAGE_MAX_PASSES:
         elapsed = time.perf_counter() - started
-        if passes >= MIN_PASSES and elapsed >= MIN_SECONDS:
+        if passes >= STAGE_MIN_PASSES and elapsed >= STAGE_MIN_SECONDS[device]:
             break
-        if passes >= FEWEST_PASSES and elapsed >= MAX_SECONDS:
+        if passes >= STAGE_FEWEST_PASSES and elapsed >= STAGE_MAX_SECONDS:
             break
         for kind, flush_with in ((warm, None), (cold, flush)):
             for found, seconds in zip(kind, one_pass(stages, flush_with), strict=True):

@@ -33,10 +33,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kernels.spec import DEFAULT_BLOCK, DEFAULT_INTERPRETER_LIMIT, FUSED_LAUNCH_CANDIDATES, MATERIALIZED
+from kernels.spec import (
+    CUDA_FLUSH_BYTES,
+    DEFAULT_BLOCK,
+    DEFAULT_INTERPRETER_LIMIT,
+    FUSED_LAUNCH_CANDIDATES,
+    MATERIALIZED,
+    STAGE_FEWEST_PASSES,
+    STAGE_FLUSH_FACTOR,
+    STAGE_FLUSH_MIN_BYTES,
+    STAGE_MAX_PASSES,
+    STAGE_MAX_SECONDS,
+    STAGE_MIN_PASSES,
+    STAGE_MIN_SECONDS,
+)
 from kernels.study import cost, predict
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
+from kernels.study.stage_cost import stage_names
 
 # Interpreter cost of one program instance and of one loop iteration inside it, per kernel, in
 # milliseconds on the development machine (least squares over 180 launches: every kernel at
@@ -294,8 +308,35 @@ def skipped(point: Point, machine: Machine, plan: Plan) -> str | None:
     return None
 
 
+def flush_seconds(machine: Machine) -> float:
+    """Emptying the caches once before a cold stage (kernels.measure.stages)."""
+    if machine.device == "cuda" and machine.gpu:
+        return CUDA_FLUSH_BYTES / machine.gpu.hbm_bytes_per_s
+    levels = [level for level in (machine.ceilings or {}).get("levels") or [] if level.get("level") != "DRAM"]
+    last = levels[-1]["bytes"] if levels and levels[-1].get("bytes") else 0
+    return 2 * max(STAGE_FLUSH_MIN_BYTES, STAGE_FLUSH_FACTOR * last) / (machine.ceilings["copy_gbps"] * 1e9)
+
+
+def stages_seconds(point: Point, call: float, machine: Machine) -> float:
+    """Timing a materialized path's stages: a warm-up pass, then passes of the chain (about a
+    call each), warm and cold, the cold ones emptying the caches before every stage, as many
+    as kernels.measure.stages runs; nothing for a point without stages or under the
+    interpreter."""
+    stages = len(stage_names(point))
+    if not stages or (machine.device == "cpu" and point.triton):
+        return 0.0
+    per_pass = 2 * call + stages * flush_seconds(machine)
+    passes = min(
+        STAGE_MAX_PASSES, max(STAGE_MIN_PASSES, math.ceil(STAGE_MIN_SECONDS[machine.device] / per_pass))
+    )
+    if passes * per_pass > STAGE_MAX_SECONDS:
+        passes = max(STAGE_FEWEST_PASSES, min(passes, math.ceil(STAGE_MAX_SECONDS / per_pass)))
+    return call + passes * per_pass
+
+
 def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | None = None) -> float:
-    """One measure job: the tiny measure job, its timing window replaced by the point's."""
+    """One measure job: the tiny measure job (a point without stages), its timing window
+    replaced by the point's, and the point's stages timed."""
     work = work or Work()
     fixed = machine.measure_s - machine.measure_timed_s
     if skipped(point, machine, plan):
@@ -307,12 +348,15 @@ def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | Non
             seconds = interp.counting * interp.seconds(work.interpreted) if interp else 0.0
             return machine.interpreted_measure_s + seconds + check
         call = cpu_call_seconds(point, machine.ceilings) if machine.ceilings else 0.0
-        # the timing (its warm-up call included), then the peak-memory call, whose output is checked
-        return fixed + cpu_window(call, machine.windows, cpu_fill(machine)) + call + check
+        # the timing (its warm-up call included), then the peak-memory call, whose output is
+        # checked, then its stages
+        window = cpu_window(call, machine.windows, cpu_fill(machine))
+        return fixed + window + call + check + stages_seconds(point, call, machine)
     call = call_seconds(point, machine.gpu)
     # per launch a warm-up call (it loads the kernel) and do_bench; then the peak-memory call
     timed = launches(point) * (call + cuda_window(call, machine.windows, machine.gpu))
-    return fixed + timed + call + check + compile_seconds(work, machine)
+    staged = stages_seconds(point, call, machine)
+    return fixed + timed + call + check + compile_seconds(work, machine) + staged
 
 
 # The ceilings job samples each cache level's copy and the exponentials for 0.15 to 0.6 s
