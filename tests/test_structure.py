@@ -82,6 +82,8 @@ def allowed_words(schema: dict) -> list[str]:
         return [flow(v) for v in inner["enum"]]
     if inner.get("type") == "boolean":
         return ["true", "false"]
+    if "object" in inner.get("type", []):  # tokens_across_cache: its keys, or null
+        return [*inner["properties"], "null"]
     words = ["number" if inner.get("type") == "number" else "integer"]
     if "minimum" in inner:
         words.append(f"≥ {inner['minimum']}")
