@@ -523,6 +523,10 @@ def run_measure(args: argparse.Namespace) -> int:
         f"{point.dtype} causal={point.causal} inputs={point.inputs} on {device} "
         f"({record['threads']} threads): {record['status']} ({detail}) -> {args.out}"
     )
+    if record.get("stage_times"):
+        stages = record["stage_times"]
+        timed = ", ".join(f"{s['stage']} {s['time_ms']:.3g}/{s['cold_time_ms']:.3g}" for s in stages)
+        print(f"stages, warm/cold ms: {timed}")
     return 0
 
 

@@ -77,7 +77,7 @@ def test_a_real_point_times_its_stages():
         assert stage["time_p10_ms"] <= stage["time_ms"] <= stage["time_p90_ms"]
     total = sum(s["time_ms"] for s in stages)
     # loose: the call also allocates its S and P afresh; a busy machine moves either side
-    assert total / 5 < record["time_ms"] < 5 * total
+    assert total / 10 < record["time_ms"] < 10 * total
     table = timed_stage_table([record])
     assert list(table["stage"]) == [*stage_names(point), REST]
     rest = table[table["stage"] == REST].iloc[0]
