@@ -150,13 +150,17 @@ def write_study(results: Path, sweep: list[dict], validation: list[dict] | None)
     from kernels.io.atomic import write_csv_atomic
     from kernels.io.tables import write_tables
     from kernels.measure.run import measure
-    from kernels.study import model_tables, prediction_tables
+    from kernels.study import model_tables, prediction_tables, stage_predictions
     from kernels.study.sweep import points
 
     (results / "model").mkdir(parents=True)
     records = [measure(point, "cpu", seed=0, validation=validation) for point in points(sweep)]
     metrics = write_tables(
-        records, results / "metrics.parquet", results / "metrics.csv", results / "stages.csv"
+        records,
+        results / "metrics.parquet",
+        results / "metrics.csv",
+        results / "stages.csv",
+        results / "stage_times.csv",
     )
     write_build_table([], results / "build.csv")
     model = results / "model"
@@ -173,6 +177,8 @@ def write_study(results: Path, sweep: list[dict], validation: list[dict] | None)
     ceilings = {"device_name": "test CPU", "threads": 2, "copy_gbps": 10.0}
     ceilings |= {"matmul_tflops": 0.05, "matmul_dtype": "float32"}
     (results / "ceilings.json").write_text(json.dumps(ceilings))
+    # no exponentials' rate in these ceilings: the GPUs' rows only, as where ceilings lack one
+    stage_predictions.write(sweep, ceilings, model / "stage_predictions.csv")
     return metrics
 
 
@@ -217,6 +223,7 @@ def rendered(tmp_path_factory) -> dict:
                 results / "build.csv",
                 results / "index.html",
                 predictions_path=results / "model" / "predictions.csv",
+                stage_times_path=results / "stage_times.csv",
             )
         pages = json.loads((base / name / "rendered.json").read_text())
         page = results / "index.html"

@@ -455,6 +455,7 @@ def jobs(plan: Plan, machine: Machine) -> tuple[list[Job], list[str]]:
     table = add("build_table", "build_table", s.script_s, builds)
     predicted = add("predict", "predict", s.script_s, [table])
     ceilings = add("ceilings", "ceilings", ceilings_seconds(machine), exclusive=True, gpu=on_gpu)
+    staged = add("predict_stages", "predict_stages", s.script_s, [ceilings])
     measures: dict[str, list[str]] = {}
     for point in plan.points:
         after = [validations[point.validation_name], ceilings]
@@ -467,6 +468,7 @@ def jobs(plan: Plan, machine: Machine) -> tuple[list[Job], list[str]]:
     gathers = [add("gather", f"gather {g}", s.script_s, measures.get(g, [])) for g in plan.gathers]
     collect = add("collect", "collect", s.script_s, [*gathers, env])
     produced = {"collect": [collect], "model": [model], "predict": [predicted], "env": [env]}
+    produced |= {"predict_stages": [staged]}
     produced |= {"tile_errors": tile, "build_table": [table]}
     notebooks, pages = [], []
     for report, rules in plan.reports.items():

@@ -12,7 +12,7 @@ import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
 from kernels.io.tables import POINT_KEY as TABLE_KEY
-from reports.pages import inputs
+from reports.pages import handoff_text, inputs
 from reports.pages.common import (
     SORTABLE_SCRIPT,
     device_label,
@@ -297,7 +297,13 @@ def finding_prediction(predictions: pd.DataFrame | None) -> str | None:
     )
 
 
-def findings(metrics: pd.DataFrame, env: dict, predictions: pd.DataFrame | None, reports: dict) -> str:
+def findings(
+    metrics: pd.DataFrame,
+    env: dict,
+    predictions: pd.DataFrame | None,
+    reports: dict,
+    stage_times: pd.DataFrame | None = None,
+) -> str:
     """The study's answers in a few lines, each computed from this run's tables and linked to
     the page that shows it."""
     items = [
@@ -305,6 +311,7 @@ def findings(metrics: pd.DataFrame, env: dict, predictions: pd.DataFrame | None,
         ("traffic", finding_traffic(metrics)),
         ("tile_softmax", finding_tile_softmax(metrics)),
         ("performance", finding_speed(metrics, env)),
+        ("handoff", handoff_text.finding(stage_times, env)),
         ("predicted", finding_prediction(predictions)),
     ]
     lines = [
@@ -325,6 +332,7 @@ TABLE_CONTENTS = {
     "metrics.csv": "a row per point",
     "metrics.parquet": "the same, with its types",
     "stages.csv": "a row per point and stage",
+    "stage_times.csv": "the materialized paths' stages timed warm and cold, a row per point and stage",
     "build.csv": "a row per kernel variant and target",
     "tile_errors.csv": "the tile-local and fused kernels' error per T and BLOCK_N",
     "env.json": "device, versions and configuration of the run",
@@ -335,6 +343,7 @@ TABLE_CONTENTS = {
     "model/gpus.csv": "the GPUs the predictions are for",
     "model/predictions.csv": "predicted bytes and time floors per shape, T, GPU and path",
     "model/predicted_kernels.csv": "the same per kernel",
+    "model/stage_predictions.csv": "the roofline per stage of the materialized paths, on the GPUs and here",
 }
 
 
@@ -370,6 +379,7 @@ def render(
     files: list[dict] | None = None,
     predictions: pd.DataFrame | None = None,
     tables: list[str] | None = None,
+    stage_times: pd.DataFrame | None = None,
 ) -> str:
     warnings = []
     failed = validation[validation["verdict"] == "FAILED"]
@@ -424,7 +434,7 @@ def render(
         f"optimize</h1><p class='when'>{'Measured' if ran else 'Recorded (no point ran)'} "
         f"{html.escape(run_span(metrics))}; "
         f"{html.escape(device_label(env))}.</p><h2>What this run found</h2>"
-        f"{findings(metrics, env, predictions, reports)}{banner}<h2>Reports</h2><ul>{links}</ul>"
+        f"{findings(metrics, env, predictions, reports, stage_times)}{banner}<h2>Reports</h2><ul>{links}</ul>"
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
         f"(click a heading to sort), with its record and the log of its job.</p>"
         f"{points_table(metrics, files or [])}{SORTABLE_SCRIPT}<h2>Build</h2>{_table(build_summary(builds))}"
@@ -445,16 +455,26 @@ def write(
     files: list[dict] | None = None,
     predictions_path: str | os.PathLike | None = None,
     tables: list[str] | None = None,
+    stage_times_path: str | os.PathLike | None = None,
 ) -> None:
     """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb);
     ``files``: each point's record and log, ``tables``: the tables behind the reports, all
-    relative to results/."""
+    relative to results/; ``stage_times_path``: the timed stages (the hand-off finding)."""
     env = inputs.read("env", env_path)
     metrics = inputs.read("metrics", metrics_path)
     builds = inputs.read("builds", builds_path)
     predictions = inputs.read("predictions", predictions_path) if predictions_path else None
+    stage_times = inputs.read("stage_times", stage_times_path) if stage_times_path else None
     reports = {Path(path).stem: title(path) for path in notebooks}
     page = render(
-        env, metrics, validation_summary(validation_paths), reports, builds, files, predictions, tables
+        env,
+        metrics,
+        validation_summary(validation_paths),
+        reports,
+        builds,
+        files,
+        predictions,
+        tables,
+        stage_times,
     )
     write_text_atomic(out, page)

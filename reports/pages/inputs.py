@@ -63,6 +63,8 @@ METRICS = (
 )
 PREDICTED = ("shape", "gpu", "target", "path", "impl", "batch", "heads", "tokens", "head_dim", "dtype")
 PREDICTED += ("causal", "block_m", "block_n", "in_sweep")
+STAGE_NUMBERS = ("tokens", "time_ms", "cold_time_ms", "bytes", "gbps", "cold_gbps", "warm_speedup")
+STAGE_NUMBERS += ("share_of_call", "sp_over_cache", "call_time_ms")
 GPU_NUMBERS = ("hbm_bytes_per_s", "l2_bytes", "sms", "resident_share", "tensor_flops_float16")
 GPU_NUMBERS += ("tensor_flops_float32",)
 
@@ -79,6 +81,23 @@ INPUTS = {
         ("impl", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n", "tensor", "op"),
         ("tokens", "head_dim"),
         may_be_blank=True,
+    ),
+    "stage_times": Input(
+        "the timed stages of the materialized paths, a row per point and stage",
+        "table",
+        (*POINT_KEY, "status", "bytes_S", "bytes_P", "last_cache_bytes", "call_time_ms", "order")
+        + ("stage", "does", "time_ms", "cold_time_ms", "bytes", "flops", "exps", "gbps", "cold_gbps")
+        + ("tflops", "exps_per_s", "warm_speedup", "share_of_call", "sp_over_cache"),
+        STAGE_NUMBERS,
+        may_be_blank=True,
+    ),
+    "stage_predictions": Input(
+        "the roofline's prediction per staged point, target and stage",
+        "table",
+        (*[k for k in POINT_KEY if k != "device"], "target", "stage", "does", "bytes", "flops", "exps")
+        + ("predicted_warm_low_ms", "predicted_warm_high_ms", "predicted_cold_ms", "bound_warm_low")
+        + ("bound_warm_high", "bound_cold", "largest_cache_bytes"),
+        ("tokens", "bytes", "predicted_warm_low_ms", "predicted_warm_high_ms", "predicted_cold_ms"),
     ),
     "env": Input("the run's provenance: device, versions, configuration", "json", ("device",)),
     "ceilings": Input(

@@ -63,6 +63,7 @@ rule index:
         validation=sorted({output_of(rules.validate.output[0], p) for p in POINTS}),
         builds=rules.build_table.output[0],
         predictions=rules.predict.output.predictions,
+        stage_times=rules.collect.output.stage_times,
         tables=TABLES,
     output:
         f"{RESULTS}/index.html",

@@ -15,4 +15,5 @@ with logged_to(smk.log[0]):
         smk.params.files,
         smk.input.predictions,
         smk.params.tables,
+        smk.input.stage_times,
     )

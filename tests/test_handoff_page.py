@@ -1,0 +1,346 @@
+"""The Cache hand-off page follows the tables it is given: timed stages and predictions whose
+numbers this test chooses (a 4 MiB cache, four lengths on both sides of it, one stage bound by
+memory whose warm/cold ratio falls past the cache, three bound by arithmetic), read back from
+its sentences, its figures and the index; and every section of a study that cannot fill it
+says why."""
+
+from __future__ import annotations
+
+import html
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from workflow_run import ROOT, env
+
+from kernels.io.derived import stage_rates
+from reports.pages import handoff, handoff_text
+from reports.pages.common import NOTHING, number
+
+CACHE = 4 << 20
+CASE = {"impl": "torch_naive", "batch": 1, "heads": 1, "head_dim": 64, "dtype": "float32", "causal": False}
+CASE |= {"inputs": "normal", "block_m": None, "block_n": None, "device": "cpu"}
+TOKENS = (256, 512, 1024, 2048)  # S + P: 1/8, 1/2, 2 and 8 times the cache
+# stage → (warm ms per T², cold over warm inside the cache, past it), bytes per T², FLOPs, exps
+STAGES = {
+    "scores": ((4e-6, 1.0, 1.0), 4, 128, 0),
+    "scale": ((1e-6, 1.6, 1.05), 8, 0, 0),
+    "softmax": ((3e-6, 1.0, 1.0), 8, 0, 1),
+    "pv": ((5e-6, 1.0, 1.0), 4, 128, 0),
+}
+REST_MS = (-0.1, 0.2, 2.0, 9.0)  # the call beyond its stages: negative at the shortest T
+CEILINGS = {"device": "cpu", "device_name": "test CPU", "threads": 2, "copy_gbps": 9.0}
+CEILINGS |= {"matmul_tflops": 0.2, "matmul_dtype": "float32", "exp_per_s": 2e9}
+CEILINGS |= {"levels": [{"level": "L3", "bytes": CACHE, "footprint_bytes": CACHE // 2, "copy_gbps": 40.0}]}
+CEILINGS["levels"] += [{"level": "DRAM", "bytes": 1 << 34, "footprint_bytes": CACHE * 4, "copy_gbps": 9.0}]
+PROVENANCE = {"device": "cpu", "cpu": "test CPU", "cpu_count": 2, "versions": {}, "config": {}}
+
+
+def stage_times(tokens=TOKENS) -> pd.DataFrame:
+    rows = []
+    for t in tokens:
+        inside = 8 * t * t <= CACHE
+        key = CASE | {"tokens": t, "status": "ok", "bytes_S": 4 * t * t, "bytes_P": 4 * t * t}
+        key |= {"last_cache_bytes": CACHE}
+        times = {s: per * t * t for s, ((per, _, _), *_) in STAGES.items()}
+        rest = REST_MS[TOKENS.index(t)]
+        key["call_time_ms"] = sum(times.values()) + rest
+        for order, (stage, ((_, fit, past), per_byte, flops, exps)) in enumerate(STAGES.items()):
+            warm = times[stage]
+            rows.append(
+                key
+                | {
+                    "order": order,
+                    "stage": stage,
+                    "does": f"{stage} ({'in place' if stage == 'scale' else 'new'})",
+                }
+                | {"time_ms": warm, "cold_time_ms": warm * (fit if inside else past)}
+                | {"bytes": per_byte * t * t, "flops": flops * t * t, "exps": exps * t * t}
+            )
+        rows.append(key | {"order": len(STAGES), "stage": "rest", "does": "the call's own", "time_ms": rest})
+    return stage_rates(pd.DataFrame(rows))
+
+
+def predicted_ms(r) -> tuple[float, float, float]:
+    """This machine's (warm low, warm high, cold): every stage at 0.8 of its warm time but
+    scale, cold at 0.8 of its cold time and warm at a quarter and a half of it inside the cache
+    (its optimistic end predicting 0.8 × 1.6 / 0.25 = 5.12 cold over warm, its pessimistic end
+    2.56), half of it and its cold time past the cache (1.68, and 1)."""
+    if r.stage != "scale":
+        return 0.8 * r.time_ms, 0.8 * r.time_ms, 0.8 * r.time_ms
+    cold = 0.8 * r.cold_time_ms
+    return (
+        (0.25 * r.time_ms, 0.5 * r.time_ms, cold) if r.sp_over_cache <= 1 else (0.5 * r.time_ms, cold, cold)
+    )
+
+
+def predictions(timed: pd.DataFrame) -> pd.DataFrame:
+    """This machine's predictions (predicted_ms), bound by products, DRAM or exponentials;
+    the H200's a thousand times shorter, its softmax bound by DRAM."""
+    staged = timed[timed["stage"] != "rest"]
+    bound = {"scores": "products", "scale": "DRAM", "softmax": "exponentials", "pv": "products"}
+    rows = []
+    for r in staged.itertuples():
+        low, high, cold = predicted_ms(r)
+        key = {k: getattr(r, k) for k in handoff.KEY} | {"stage": r.stage, "does": r.does, "bytes": r.bytes}
+        key |= {"flops": r.flops, "exps": r.exps}
+        this = key | {"target": "this machine", "largest_cache_bytes": CACHE}
+        this |= {"predicted_warm_low_ms": low, "predicted_warm_high_ms": high}
+        this |= {"predicted_cold_ms": cold} | dict.fromkeys(
+            ["bound_warm_low", "bound_warm_high", "bound_cold"], bound[r.stage]
+        )
+        gpu_bound = "DRAM" if r.stage == "softmax" else bound[r.stage]
+        gpu = this | {"target": "H200", "largest_cache_bytes": 60 << 20}
+        gpu |= {
+            k: this[k] / 1e3 for k in ("predicted_warm_low_ms", "predicted_warm_high_ms", "predicted_cold_ms")
+        }
+        gpu |= dict.fromkeys(["bound_warm_low", "bound_warm_high", "bound_cold"], gpu_bound)
+        rows += [this, gpu]
+    return pd.DataFrame(rows)
+
+
+def metrics(status="ok", reason=None, impl="torch_naive") -> pd.DataFrame:
+    """One point with every column the pages read (empty but the few this page looks at)."""
+    from reports.pages.inputs import METRICS
+
+    row = dict.fromkeys(METRICS) | {"impl": impl, "status": status, "stage_time_reason": reason}
+    return pd.DataFrame([row | {"tokens": 256, "batch": 1, "heads": 1, "head_dim": 64, "dtype": "float32"}])
+
+
+def view(timed=None, predicted=None, ceilings=CEILINGS, ran=None) -> handoff.View:
+    timed = stage_times() if timed is None else timed
+    predicted = predictions(timed) if predicted is None else predicted
+    data = SimpleNamespace(stage_times=timed, stage_predictions=predicted, ceilings=ceilings)
+    data.metrics = metrics() if ran is None else ran
+    return handoff.view(data)
+
+
+@pytest.fixture(scope="module")
+def timed() -> pd.DataFrame:
+    return stage_times()
+
+
+def _at(timed: pd.DataFrame, stage: str) -> pd.DataFrame:
+    return timed[timed["stage"] == stage]
+
+
+def test_the_bounds_name_the_memory_stage_and_its_rates_on_both_sides_of_the_cache(timed):
+    said = handoff_text.bounds_text(view(), CEILINGS)
+    scale = _at(timed, "scale")
+    fit, past = scale[scale["sp_over_cache"] <= 1], scale[scale["sp_over_cache"] > 1]
+    assert "**Bound by memory here** (the roofline's bound for this machine at T = 2,048" in said
+    assert ": scale by DRAM." in said
+    warm_in, warm_out = fit["gbps"].median(), past["gbps"].median()
+    cold_in, cold_out = fit["cold_gbps"].median(), past["cold_gbps"].median()
+    assert (
+        f"**scale** moved a median {number(warm_in)} GB/s warm and {number(cold_in)} GB/s cold at the 2 "
+        f"lengths whose S + P fit in the largest cache, {number(warm_out)} and {number(cold_out)} GB/s at "
+        f"the 2 past it: past the cache its time per byte is {number(warm_in / warm_out)}× (warm) and "
+        f"{number(cold_in / cold_out)}× (cold)"
+    ) in said
+    assert (
+        "**Bound by arithmetic**: scores and pv by the matrix products; softmax by the exponentials." in said
+    )
+    pv = _at(timed, "pv").iloc[-1]
+    assert (
+        f"pv ran at {number(pv['tflops'])} TFLOP/s ({number(100 * pv['tflops'] / 0.2)}% of the measured 0.2"
+        in said
+    )
+    assert "scores, softmax and pv ran as fast cold as warm (within 10%): the hand-off does not show" in said
+
+
+def test_measured_over_predicted_and_the_band_end(timed):
+    said = handoff_text.prediction_text(view(), CEILINGS)
+    assert "the median over 4 lengths" in said
+    # scores: 1/0.8 warm and cold; scale's medians over its two lengths on each side
+    assert f"scores {number(1 / 0.8)} warm, {number(1 / 0.8)} cold" in said
+    scale = _at(timed, "scale")
+    pessimistic = pd.Series([2.0, 2.0, 1 / (0.8 * 1.05), 1 / (0.8 * 1.05)]).median()
+    assert (
+        f"scale {number(pd.Series([4.0, 4.0, 2.0, 2.0]).median())} warm ({number(pessimistic)} against "
+        f"the pessimistic end), {number(1 / 0.8)} cold" in said
+    )
+    assert "Faster than the bound" not in said  # every prediction here is below its measurement
+    assert f"warm over cold measured {number(1.6)} while S + P fit and {number(1.05)} past the cache" in said
+    assert (
+        "the band's optimistic end (every cache serves the share of the footprint that fits) "
+        f"predicts {number(0.8 * 1.6 / 0.25)} while S + P fit and {number(0.8 * 1.05 / 0.5)} past the cache"
+        in said
+    )
+    assert (
+        f"its pessimistic end (a cache serves it only where it fits with room to spare) {number(2.56)}"
+        in said
+    )
+    assert "nearer its pessimistic end at 4 of the 4 lengths" in said
+    assert (
+        f"Past the cache the median is {number(scale['warm_speedup'].iloc[2:].median())}×: "
+        "the caches no longer serve" in said
+    )
+
+
+def test_an_in_place_stage_faster_than_the_dram_copy_is_explained_only_when_it_is(timed):
+    quick = timed.copy()
+    scale = quick["stage"] == "scale"
+    quick.loc[scale, "cold_time_ms"] = quick.loc[scale, "bytes"] / 12e9 * 1e3  # 12 GB/s > 9 GB/s
+    said = handoff_text.prediction_text(view(stage_rates(quick)), CEILINGS)
+    assert (
+        "**scale** works in place, and cold at T = 2,048 it moved 12 GB/s, more than DRAM's copy "
+        "rate (9 GB/s)" in said
+    )
+    assert "write-allocate" in said
+    assert "write-allocate" not in handoff_text.prediction_text(view(), CEILINGS)
+
+
+def test_the_time_at_the_largest_length_and_the_rest(timed):
+    said = handoff_text.time_text(view())
+    at = timed[timed["tokens"] == 2048].set_index("stage")
+    assert (
+        f"(T = 2,048), **pv** takes the most time of the stages: {number(at.loc['pv', 'time_ms'])} ms" in said
+    )
+    share = 100 * at.loc["rest", "share_of_call"]
+    assert f"takes {number(share)}% of it ({number(9.0)} ms)" in said
+    short = handoff_text.time_text(view(stage_times((256,))))
+    assert "faster than its stages one by one" in short and f"{number(0.1)} ms" in short
+
+
+def test_the_gpu_section_says_predicted_and_where_the_softmax_changes_bound(timed):
+    said = handoff_text.gpu_text(view())
+    at = predictions(timed)
+    at = at[(at["tokens"] == 2048) & (at["target"] == "H200")].set_index("stage")["predicted_warm_high_ms"]
+    share = (at["scale"] + at["softmax"]) / at.sum()
+    assert said.startswith("Predicted, not measured: on the H200 at T = 2,048")
+    assert f"(scale and softmax by DRAM) take {number(100 * share)}% of the chain's predicted time" in said
+    assert "Softmax is bound by DRAM there and by exponentials here." in said
+    assert "a larger share of the chain's time there than here" in said
+    table = handoff.bound_table(view())
+    assert set(table["target"]) == {"H200", "this machine"} and set(table["tokens"]) == {2048}
+
+
+def _drawn(fig, kind, panel=None):
+    from reports.pages.figure_text import series
+
+    return [
+        xy
+        for s in series(fig)
+        if s.kind == kind and (panel is None or s.panel.startswith(panel))
+        for xy in zip(s.x, s.y, strict=True)
+    ]
+
+
+def _has(drawn, x, y):
+    return any(abs(a - x) <= 1e-9 * abs(x) and abs(b - y) <= 1e-9 * abs(y) for a, b in drawn)
+
+
+def test_each_figure_draws_the_numbers_of_its_tables(timed):
+    import matplotlib.pyplot as plt
+
+    v = view()
+    rates = handoff.rate_figure(v, CEILINGS)
+    for r in timed[timed["stage"] != "rest"].itertuples():
+        assert _has(_drawn(rates, "points", r.stage), r.sp_over_cache, r.gbps)
+        assert _has(_drawn(rates, "points", r.stage), r.sp_over_cache, r.cold_gbps)
+    scale = v.rows[v.rows["stage"] == "scale"].iloc[0]
+    optimistic = scale["bytes"] / (scale["predicted_warm_low_ms"] / 1e3) / 1e9
+    assert _has(_drawn(rates, "line", "scale"), scale["sp_over_cache"], optimistic)
+    guides = {y for _, y in _drawn(rates, "guide")}
+    assert {40.0, 9.0, 1.0} <= guides | {x for x, _ in _drawn(rates, "guide")}  # the levels and the crossing
+    shares = handoff.share_figure(v)
+    for r in timed.itertuples():
+        assert _has(_drawn(shares, "line"), r.tokens, 100 * r.share_of_call)
+    gpu = handoff.gpu_figure(v)
+    h200 = predictions(timed).query("target == 'H200'")
+    for r in h200.itertuples():
+        assert _has(_drawn(gpu, "points", "H200"), r.tokens, r.predicted_warm_high_ms)
+    plt.close("all")
+
+
+def test_the_index_finding_gives_the_largest_ratio_inside_and_the_ratio_past(timed):
+    from reports.pages.index import render, validation_summary
+
+    scale = _at(timed, "scale")
+    found = handoff_text.finding(timed, PROVENANCE)
+    top = scale.loc[scale["warm_speedup"].idxmax()]
+    assert (
+        f"slowed it by up to {number(top['warm_speedup'])}× (scale at T = {int(top['tokens']):,}, S + P at "
+        f"{number(top['sp_over_cache'])}× the largest cache)"
+    ) in found
+    assert f"scale's ratio was {number(1.05)}× in the median" in found
+    page = render(PROVENANCE, metrics(), validation_summary([]), {}, pd.DataFrame(), stage_times=timed)
+    page = html.unescape(page)
+    assert found in page
+    assert handoff_text.finding(timed.iloc[:0], PROVENANCE) is None
+    assert handoff_text.finding(None, PROVENANCE) is None
+
+
+def test_a_study_without_timed_stages_says_why_in_every_section():
+    blank = stage_times().iloc[:0]
+    reason = "not timed: Triton interpreter (correctness and counting only)"
+    interpreted = metrics(reason=reason, impl="triton_naive")
+    v = view(blank, predictions(stage_times()).iloc[:0], ran=interpreted)
+    why = "its materialized points were not timed stage by stage (triton_naive: Triton interpreter"
+    for text in (
+        handoff.case_text(v),
+        handoff_text.bounds_text(v, CEILINGS),
+        handoff_text.prediction_text(v, CEILINGS),
+        handoff_text.time_text(v),
+    ):
+        assert text.startswith(f"**{NOTHING}:** this section would show") and why in text
+    assert handoff.rate_figure(v, CEILINGS) is None and handoff.share_figure(v) is None
+    assert "this study has no staged point to predict" in handoff_text.gpu_text(v)
+    skipped = view(blank, predictions(stage_times()).iloc[:0], ran=metrics(status="skipped"))
+    assert "no point of this study ran (1 skipped" in handoff_text.time_text(skipped)
+    fused = view(blank, predictions(stage_times()).iloc[:0], ran=metrics(impl="sdpa"))
+    said = handoff_text.time_text(fused)
+    assert "none of its points that ran is a materialized path whose stages are timed" in said
+
+
+def test_one_length_no_cache_difference_and_no_prediction_here():
+    one = view(stage_times((512,)))
+    assert (
+        "Every timed length keeps S + P within the largest cache (0.5× its size)"
+        in handoff_text.bounds_text(one, CEILINGS)
+    )
+    flat = stage_times()
+    flat["cold_time_ms"] = flat["time_ms"].where(flat["stage"] != "rest")
+    said = handoff_text.bounds_text(view(stage_rates(flat)), CEILINGS)
+    assert "time per byte is 1× (warm) and 1× (cold)" in said
+    gpu_only = predictions(stage_times()).query("target == 'H200'")
+    no_exps = {k: v for k, v in CEILINGS.items() if k != "exp_per_s"}
+    v = view(predicted=gpu_only, ceilings=no_exps)
+    said = handoff_text.bounds_text(v, no_exps)
+    assert said.startswith("Without this machine's prediction (results/ceilings.json has no exp_per_s")
+    assert f"{NOTHING}" in handoff_text.prediction_text(v, no_exps)
+    assert "On this machine" not in handoff_text.gpu_text(v)
+    no_gpu = predictions(stage_times()).query("target == 'this machine'")
+    assert "the predictions have no GPU" in handoff_text.gpu_text(view(predicted=no_gpu))
+
+
+def test_the_notebook_renders_the_test_tables(timed, tmp_path):
+    """Through papermill, as the workflow runs it, from files this test wrote."""
+    timed.to_csv(tmp_path / "stage_times.csv", index=False)
+    predictions(timed).to_csv(tmp_path / "stage_predictions.csv", index=False)
+    (tmp_path / "ceilings.json").write_text(json.dumps(CEILINGS))
+    (tmp_path / "env.json").write_text(json.dumps(PROVENANCE))
+    metrics().to_parquet(tmp_path / "metrics.parquet")
+    files = ["metrics.parquet", "env.json", "stage_times.csv", "stage_predictions.csv", "ceilings.json"]
+    parameters = [arg for file in files for arg in ("-p", file.split(".")[0], str(tmp_path / file))]
+    out = tmp_path / "handoff.ipynb"
+    template = str(ROOT / "reports" / "handoff.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "papermill", template, str(out), "-k", "python3", *parameters],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env(),
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = [o for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", [])]
+    said = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in shown)
+    assert handoff_text.bounds_text(view(), CEILINGS) in said
+    assert handoff_text.gpu_text(view()) in said
+    images = [o for o in shown if "<img " in "".join(o.get("data", {}).get("text/html", ""))]
+    assert len(images) == 3  # rates, shares, the GPU
