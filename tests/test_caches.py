@@ -241,3 +241,25 @@ def test_a_real_ceilings_run_measures_every_level_in_order(tmp_path):
         assert (level["copy_gbps"] or 0) > 0 or (level["level"] == "L1d" and level["reason"]), level
     assert found["copy_gbps"] == levels[-1]["copy_gbps"] > 0
     assert found["exp_per_s"] > 0 and found["matmul_tflops"] > 0 and found["call_us"] > 0
+
+
+def test_a_cache_level_slower_than_dram_is_measured_again_then_refused():
+    """A busy machine's rates: L2 found below DRAM is measured again (here it recovers on the
+    second try), L3 stays below and is null with the reason; an in-place rate likewise."""
+    planned = [("L2", 1 << 20, 1 << 19), ("L3", 32 << 20, 16 << 20), ("DRAM", None, 128 << 20)]
+    first = [
+        {"level": "L2", "copy_gbps": 5.0, "update_gbps": 90.0},
+        {"level": "L3", "copy_gbps": 2.0, "update_gbps": 3.0},
+        {"level": "DRAM", "copy_gbps": 15.0, "update_gbps": 20.0},
+    ]
+    tries = {"L2": iter([60.0]), "L3": iter([4.0, 6.0, 7.0, 8.0])}
+
+    def again(device, name, capacity, footprint):
+        rate = next(tries[name])
+        return {"copy_gbps": rate, "update_gbps": rate}
+
+    checked = ceilings.below_dram_checked("cpu", planned, first, measure_again=again)
+    assert checked[0]["copy_gbps"] == 60.0 and checked[0]["update_gbps"] == 90.0
+    assert checked[1]["copy_gbps"] is None and "below DRAM's 15 GB/s" in checked[1]["reason"]
+    assert checked[1]["update_gbps"] is None
+    assert checked[2] == first[2]
