@@ -186,6 +186,12 @@ def _band(low: float, high: float, unit: float, digits: int) -> str:
     return a if a == b else f"{a}–{b}"
 
 
+def aligned(lines: list[tuple[str, ...]]) -> list[str]:
+    """Rows of cells as terminal lines, each column right-aligned to its widest cell."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return ["  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines]
+
+
 def format_rows(rows: list[dict]) -> str:
     """A small table for the terminal: sizes in MiB, times in µs, every figure a prediction."""
     mib = float(1 << 20)
@@ -205,8 +211,7 @@ def format_rows(rows: list[dict]) -> str:
                 _band(r["speedup_low"], r["speedup_high"], 1, 2),
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines]
+    text = aligned(lines)
     first = rows[0] if rows else {}
     note = (
         f"Predicted, not measured: B={first.get('batch')} H={first.get('heads')} "

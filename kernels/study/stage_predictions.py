@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import hierarchy
+from kernels.study import hierarchy, predict
 from kernels.study.gpus import GPUS
 from kernels.study.hierarchy import Machine
 from kernels.study.point import Point
@@ -143,8 +143,7 @@ def format_rows(rows: list[dict]) -> str:
                 r["bound_cold"],
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines]
+    text = predict.aligned(lines)
     first = rows[0] if rows else {}
     note = (
         f"Predicted, not measured: {first.get('impl')} B={first.get('batch')} H={first.get('heads')} "
