@@ -112,3 +112,21 @@ def test_nsight_compute_dram_bytes_are_parsed(tmp_path):
         assert record["dram_bytes"] > 0 and record["ncu_kernels"]
     assert naive["dram_bytes"] >= 0.9 * naive["traffic_compulsory_bytes"]
     assert fused["dram_bytes"] < naive["dram_bytes"] / 4
+
+
+@pytest.mark.parametrize("impl", ["torch_naive", "triton_naive"])
+def test_the_materialized_stages_are_timed_warm_and_cold(impl, tmp_path):
+    """Each stage in chain order with positive warm and cold medians (CUDA events, L2 zeroed
+    before each cold one), summing to about the call's own time: a sanity check, not a speed
+    claim."""
+    from kernels.study.stage_cost import stage_names
+
+    point = Point(impl, 1, 8, 4096, 128, "bfloat16", True, *((128, 64) if impl == "triton_naive" else ()))
+    record = measured(tmp_path, point, "--no-ncu")
+    stages = record["stage_times"]
+    assert record["status"] == "ok" and [s["stage"] for s in stages] == list(stage_names(point))
+    for stage in stages:
+        assert stage["time_ms"] > 0 and stage["cold_time_ms"] > 0 and stage["repeats"] >= 3
+    total = sum(s["time_ms"] for s in stages)
+    assert total / 5 < record["time_ms"] < 5 * total
+    assert record["last_cache_bytes"] == torch.cuda.get_device_properties(0).L2_cache_size
