@@ -123,13 +123,12 @@ def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def write_tables(
-    records: list[dict], metrics_parquet, metrics_csv, stages_csv, stage_times_csv=None
+    records: list[dict], metrics_parquet, metrics_csv, stages_csv, stage_times_csv
 ) -> pd.DataFrame:
     metrics, stage_table = tables(records)
+    timed = timed_stage_table(records)
     write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False))
     write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False))
     write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False))
-    if stage_times_csv is not None:
-        timed = timed_stage_table(records)
-        write_atomic(stage_times_csv, lambda p: timed.to_csv(p, index=False))
+    write_atomic(stage_times_csv, lambda p: timed.to_csv(p, index=False))
     return metrics
