@@ -1,0 +1,51 @@
+"""The as-issued traffic of triton_s_only (kernels.impl.triton.s_only): S stored, P never.
+Pure Python: no torch, no triton.
+
+Three kernels, keyed as the interpreter's counter keys them (the @triton.jit function's name
+without "_kernel", the tensor argument's name, load or store):
+
+- ``scores``: triton_naive's scores kernel, so exactly its entries: Q and K loaded for every
+  tile not wholly in the future, S stored whole (future tiles as −∞).
+- ``stats``: S loaded over each query block's rows and key span (all T, or up to the
+  diagonal tile when causal); the rows' M and L stored, 4 bytes each.
+- ``pv``: S loaded again over the same span, M and L loaded, V loaded over the span (once
+  per query block), O stored.
+
+Non-causal, S moves 3·B·H·T²·e_sp bytes (one store, two full loads) against triton_naive's
+4·B·H·T²·e_sp for S and P together.
+"""
+
+from __future__ import annotations
+
+from kernels.study.cost import _key_span, _rows, _scores_tiles, cdiv
+
+STAT_BYTES = 4  # M and L are float32
+
+
+def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
+    """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
+    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    block_n, causal, groups, e and e_sp)."""
+    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    q = k = s = v = o = 0
+    for m in range(cdiv(T, point.block_m)):
+        rows, tiles, span = _rows(point, m), _scores_tiles(point, m), _key_span(point, m)
+        q += rows * d * e * tiles
+        k += min(tiles * point.block_n, T) * d * e
+        s += rows * span * e_sp
+        v += span * d * e
+        o += rows * d * e
+    stats = T * STAT_BYTES
+    return {
+        ("scores", "Q", "load"): G * q,
+        ("scores", "K", "load"): G * k,
+        ("scores", "S", "store"): G * T * T * e_sp,
+        ("stats", "S", "load"): G * s,
+        ("stats", "M", "store"): G * stats,
+        ("stats", "L", "store"): G * stats,
+        ("pv", "S", "load"): G * s,
+        ("pv", "M", "load"): G * stats,
+        ("pv", "L", "load"): G * stats,
+        ("pv", "V", "load"): G * v,
+        ("pv", "O", "store"): G * o,
+    }
