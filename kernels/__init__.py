@@ -13,12 +13,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernels.spec import IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
-
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["IMPLEMENTATIONS", "TRITON_IMPLEMENTATIONS", "attention"]
+
+
+def __getattr__(name: str):
+    """IMPLEMENTATIONS and TRITON_IMPLEMENTATIONS: every registered name (kernels.catalog,
+    plugins included), read when asked, since plugins register after import."""
+    if name not in ("IMPLEMENTATIONS", "TRITON_IMPLEMENTATIONS"):
+        raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+    import kernels.catalog as catalog
+
+    if name == "IMPLEMENTATIONS":
+        return catalog.names()
+    return catalog.triton_names()
 
 
 def attention(

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kernels import catalog
 from kernels.spec import (
     BLOCK_SIZES,
     CALL_BUDGET_SECONDS,
@@ -27,7 +28,6 @@ from kernels.spec import (
     DTYPES,
     GPU_TARGETS,
     HEAD_DIMS,
-    IMPLEMENTATIONS,
     INPUTS,
     JOB_LIMIT_SECONDS,
     MAX_GRID_YZ,
@@ -238,7 +238,8 @@ def defaults_summary(commands: dict[str, argparse.ArgumentParser]) -> str:
 
 
 def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("--impl", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
+    names = catalog.names()  # ours and every plugin's (entry points, ATTNIO_PLUGINS)
+    cmd.add_argument("--impl", nargs="+", choices=names, default=list(names))
     cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
     cmd.add_argument("--dtype", nargs="+", choices=DTYPES, default=list(DTYPES))
     cmd.add_argument("--causal", choices=("both", "true", "false"), default="both")
@@ -795,14 +796,13 @@ def run_tile_errors(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from kernels.spec import TRITON_IMPLEMENTATIONS
     from kernels.study import hierarchy, predict, stage_predictions
     from kernels.study.gpus import GPUS
 
     if not args.stages and (args.impl or args.ceilings):
         raise SystemExit("predict: --impl and --ceilings go with --stages")
     impl = args.impl or "triton_naive"
-    blocks = (args.block_m, args.block_n) if impl in TRITON_IMPLEMENTATIONS else (None, None)
+    blocks = (args.block_m, args.block_n) if catalog.get(impl).triton else (None, None)
     points = []
     for tokens in args.tokens:
         try:

@@ -2,7 +2,8 @@
 
 The command line, the implementations' argument checks, the sweep planner and the Snakemake
 wildcards read these; the config schema (workflow/schemas/config.schema.yaml) repeats the lists
-a user may write, and a test holds the two equal.
+a user may write, and a test holds the two equal. The implementations' names are not here: they
+are registered (kernels.catalog), and a configuration's are checked against the registry.
 """
 
 from __future__ import annotations
@@ -11,27 +12,8 @@ SDPA_BACKENDS: tuple[str, ...] = ("math", "flash", "efficient", "cudnn")
 # PyTorch's scaled_dot_product_attention: "sdpa" lets PyTorch pick the backend, "sdpa_<name>"
 # forces one (a device without it records the point as skipped, naming it).
 SDPA_IMPLEMENTATIONS: dict[str, str | None] = {"sdpa": None} | {f"sdpa_{b}": b for b in SDPA_BACKENDS}
-IMPLEMENTATIONS: tuple[str, ...] = (
-    "reference",
-    "torch_naive",
-    *SDPA_IMPLEMENTATIONS,
-    "triton_naive",
-    "triton_tile_softmax",
-    "triton_flash",
-)
-TRITON_IMPLEMENTATIONS: tuple[str, ...] = tuple(n for n in IMPLEMENTATIONS if n.startswith("triton_"))
-# S and P stored in memory. sdpa_math is PyTorch's composite of a product, a softmax and a
-# product, so it stores both like torch_naive.
-MATERIALIZED: tuple[str, ...] = ("reference", "torch_naive", "sdpa_math", "triton_naive")
-# The default sweep: every implementation but the float64 reference and the forced backends
-# (a study asks for those by name).
-DEFAULT_IMPLEMENTATIONS: tuple[str, ...] = (
-    "torch_naive",
-    "sdpa",
-    "triton_naive",
-    "triton_tile_softmax",
-    "triton_flash",
-)
+# The implementations themselves, ours and plugins', are registered in kernels.catalog (ours:
+# the modules of kernels.builtin), each with what it stores, its twin and its traffic model.
 
 # dtype name → bytes per element; the kernels take the first three, float64 is the reference's
 ELEMENT_BYTES: dict[str, int] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -71,21 +53,6 @@ REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at onc
 INPUTS: tuple[str, ...] = ("normal", "large")
 DEFAULT_INPUTS = "normal"
 LARGE_INPUT = 61440.0
-
-# Each fused implementation against the one that stores S and P for the same inputs: the
-# speed-up from fusing. A materialized implementation is its own twin (speed-up 1).
-MATERIALIZED_TWIN: dict[str, str] = {
-    "reference": "reference",
-    "torch_naive": "torch_naive",
-    "sdpa": "torch_naive",
-    "sdpa_math": "sdpa_math",
-    "sdpa_flash": "torch_naive",
-    "sdpa_efficient": "torch_naive",
-    "sdpa_cudnn": "torch_naive",
-    "triton_naive": "triton_naive",
-    "triton_tile_softmax": "triton_naive",
-    "triton_flash": "triton_naive",
-}
 
 # Bounds on what a configuration may ask for. Tokens: 2²⁴ (16,777,216), beyond the longest
 # context any model is trained on; a point that large is still planned and then skipped for

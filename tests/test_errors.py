@@ -16,18 +16,21 @@ def call(q, k, v, impl="triton_flash", **kw):
 
 
 def test_names():
+    """Ours, each registered by its module in kernels/builtin, in the modules' order."""
     assert kernels.IMPLEMENTATIONS == (
         "reference",
-        "torch_naive",
         "sdpa",
         "sdpa_math",
         "sdpa_flash",
         "sdpa_efficient",
         "sdpa_cudnn",
-        "triton_naive",
-        "triton_tile_softmax",
+        "torch_naive",
         "triton_flash",
+        "triton_naive",
+        "triton_s_only",
+        "triton_tile_softmax",
     )
+    assert kernels.TRITON_IMPLEMENTATIONS == ("triton_flash", "triton_naive", "triton_s_only", "triton_tile_softmax")
 
 
 @pytest.mark.parametrize("impl", kernels.IMPLEMENTATIONS)
@@ -121,7 +124,7 @@ def test_triton_paths_refuse_inputs_that_require_gradients(impl):
         ValueError, match=r"k.requires_grad=True: impl='triton_\w+' has no backward pass"
     ) as found:
         call(q, k, v, impl=impl)
-    assert "support backward: reference, torch_naive, sdpa" in str(found.value)
+    assert "support backward: reference, sdpa, " in str(found.value)
     with torch.no_grad():  # no graph asked for: answered
         assert call(q, k, v, impl=impl, block_m=16, block_n=16).grad_fn is None
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from workflow_run import ROOT, env, snakemake
 
-from kernels import spec
+from kernels import catalog, spec
 
 SCHEMA = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
 
@@ -41,15 +41,16 @@ def test_schema_lists_are_the_allowed_values_of_the_package():
     assert prop("interpreter_limit")["default"] == spec.DEFAULT_INTERPRETER_LIMIT
     assert prop("build.targets")["items"]["enum"] == list(spec.GPU_TARGETS)
     assert prop("build.targets")["default"] == list(spec.DEFAULT_TARGETS)
-    assert prop("sweep.impls")["items"]["enum"] == list(spec.IMPLEMENTATIONS)
-    assert prop("sweep.impls")["default"] == list(spec.DEFAULT_IMPLEMENTATIONS)
+    assert prop("sweep.impls")["items"]["pattern"] == f"^{catalog.NAME.pattern}$"
+    assert prop("sweep.impls")["default"] == list(catalog.default_names())
     assert prop("sweep.head_dim")["items"]["enum"] == list(spec.HEAD_DIMS)
     assert prop("sweep.dtype")["items"]["enum"] == list(spec.DTYPES)
     assert prop("sweep.blocks")["items"]["items"]["enum"] == list(spec.BLOCK_SIZES)
     assert prop("sweep.blocks")["default"] == [[spec.DEFAULT_BLOCK, spec.DEFAULT_BLOCK]]
     assert prop("sweep.inputs")["items"]["enum"] == list(spec.INPUTS)
     records = json.loads((ROOT / "kernels" / "io" / "metrics.schema.json").read_text())
-    assert records["properties"]["impl"]["enum"] == list(spec.IMPLEMENTATIONS)
+    assert records["properties"]["impl"]["pattern"] == f"^{catalog.NAME.pattern}$"
+    assert records["properties"]["stores"]["enum"] == list(catalog.STORES)
     assert prop("sweep.inputs")["default"] == [spec.DEFAULT_INPUTS]
     assert prop("sweep.tokens")["items"]["maximum"] == spec.MAX_TOKENS
     assert prop("sweep.heads")["items"]["maximum"] == spec.MAX_GRID_YZ
@@ -80,6 +81,8 @@ def allowed_words(schema: dict) -> list[str]:
     inner = inner.get("items", inner)  # blocks: pairs of enums
     if "enum" in inner:
         return [flow(v) for v in inner["enum"]]
+    if inner.get("type") == "string":  # names checked elsewhere: the registry, Python's import
+        return ["names" if "a-z0-9_" in inner["pattern"] else "module names"]
     if inner.get("type") == "boolean":
         return ["true", "false"]
     if "object" in inner.get("type", []):  # tokens_across_cache: its keys, or null
@@ -131,7 +134,7 @@ def test_workflow_plans_with_the_study_layer_and_spec_only():
     files = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
     found = {m for f in files for m in PLANNING_IMPORT.findall(f.read_text())}
     # kernels.io.records: a damaged record is named and remade at planning time (jsonschema only)
-    allowed = ("kernels.spec", "kernels.study", "kernels.io.records")
+    allowed = ("kernels.spec", "kernels.study", "kernels.io.records", "kernels.catalog")
     assert found and all(m in allowed or m.startswith("kernels.study.") for m in found), found
     assert not re.search(r"sys\.path|PYTHONPATH", "".join(f.read_text() for f in files))
 

@@ -17,10 +17,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernels import catalog
 from kernels.build import compile as build
 from kernels.build.variants import candidate_launches, case_launches, point_launches
 from kernels.impl.triton.launch import Launch
-from kernels.spec import TRITON_IMPLEMENTATIONS
 from kernels.study import gpu_checks
 from kernels.study.cases import CUDA_SHAPES, case_key, cases
 from kernels.study.point import Point
@@ -47,7 +47,7 @@ def validation_plan(groups, dtypes=None, use: str = "validate") -> list[Planned]
     (``dtypes`` given: each group in each of them)."""
     planned = []
     for impl, dtype, block_m, block_n in groups:
-        if impl not in TRITON_IMPLEMENTATIONS:
+        if not catalog.get(impl).triton:
             continue
         for shape, case_dtype, causal in cases(CUDA_SHAPES, dtypes or (dtype,), (False, True)):
             key = case_key(impl, shape, case_dtype, causal, block_m, block_n)

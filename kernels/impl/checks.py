@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels.spec import BLOCK_SIZES, HEAD_DIMS, IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
+from kernels import catalog
+from kernels.spec import BLOCK_SIZES, HEAD_DIMS
 from kernels.spec import DTYPES as DTYPE_NAMES
 
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
@@ -68,11 +69,10 @@ def check_out(out: torch.Tensor | None, q: torch.Tensor) -> None:
         )
 
 
-# The implementations whose outputs carry an autograd graph (the Triton kernels have no
-# backward pass yet).
-BACKWARD_IMPLEMENTATIONS: tuple[str, ...] = tuple(
-    n for n in IMPLEMENTATIONS if n not in TRITON_IMPLEMENTATIONS
-)
+def backward_implementations() -> tuple[str, ...]:
+    """The implementations whose outputs carry an autograd graph (the Triton kernels have no
+    backward pass yet)."""
+    return tuple(n for n, entry in catalog.registered().items() if not entry.triton)
 
 
 def check_no_grad(impl: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -84,6 +84,6 @@ def check_no_grad(impl: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) 
     if wanting:
         raise ValueError(
             f"{', '.join(f'{name}.requires_grad=True' for name in wanting)}: impl={impl!r} has no "
-            f"backward pass; implementations that support backward: {', '.join(BACKWARD_IMPLEMENTATIONS)} "
+            f"backward pass; implementations that support backward: {', '.join(backward_implementations())} "
             "(or call it under torch.no_grad(), or pass detached tensors)"
         )

@@ -1,35 +1,34 @@
-"""Every implementation behind one call: argument checks happen here, once, for all."""
+"""Every implementation behind one call: argument checks happen here, once, for all, ours
+and plugins' alike (``kernels.catalog`` knows them)."""
 
 from __future__ import annotations
 
 import torch
 
-from kernels.impl.checks import check_block, check_no_grad, check_out, check_qkv
-from kernels.impl.reference import reference, torch_naive
-from kernels.impl.sdpa import sdpa
-from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, SDPA_IMPLEMENTATIONS, TRITON_IMPLEMENTATIONS
-
-# options each implementation accepts beyond the common arguments
-OPTIONS: dict[str, frozenset[str]] = {
-    "reference": frozenset(),
-    "torch_naive": frozenset(),
-    "sdpa": frozenset({"backend"}),
-    **{name: frozenset() for name in SDPA_IMPLEMENTATIONS if name != "sdpa"},  # backend by name
-    "triton_naive": frozenset({"sp_dtype", "return_intermediates", "max_row_block"}),
-    "triton_tile_softmax": frozenset(),
-    "triton_flash": frozenset({"num_warps", "num_stages"}),
-}
+from kernels import catalog
+from kernels.impl.checks import check_block, check_no_grad, check_out, check_qkv, dtype_name
+from kernels.spec import DEFAULT_BLOCK
 
 
-def _triton(impl: str):
-    """Import Triton implementations on first use: importing triton fixes the mode."""
-    if impl == "triton_naive":
-        from kernels.impl.triton.naive import triton_naive as fn
-    elif impl == "triton_tile_softmax":
-        from kernels.impl.triton.tile_softmax import triton_tile_softmax as fn
-    else:
-        from kernels.impl.triton.flash import triton_flash as fn
-    return fn
+def _checked_result(entry: catalog.Implementation, result, q: torch.Tensor) -> torch.Tensor:
+    """The answer must be O: a tensor of q's shape, dtype and device (a plugin's is checked
+    as ours are)."""
+    if (
+        isinstance(result, torch.Tensor)
+        and result.shape == q.shape
+        and result.dtype == q.dtype
+        and result.device == q.device
+    ):
+        return result
+    got = (
+        f"a tensor of shape {tuple(result.shape)}, {dtype_name(result.dtype)}, on {result.device}"
+        if isinstance(result, torch.Tensor)
+        else type(result).__name__
+    )
+    raise ValueError(
+        f"impl={entry.name!r} (from {entry.origin}) returned {got}; expected a tensor like q: "
+        f"shape {tuple(q.shape)}, {dtype_name(q.dtype)}, on {q.device}"
+    )
 
 
 def attention(
@@ -46,13 +45,12 @@ def attention(
 ):
     """Scale 1/√d; causal: key j visible to query i iff j ≤ i. ``out`` receives the result
     when given (the validator poisons it first to prove every element is written)."""
-    if impl not in IMPLEMENTATIONS:
-        raise ValueError(f"impl={impl!r}: allowed values are {', '.join(IMPLEMENTATIONS)}")
+    entry = catalog.get(impl)
     if not isinstance(causal, bool):
         raise ValueError(f"causal={causal!r}: must be True or False")
-    unknown = set(options) - OPTIONS[impl]
+    unknown = set(options) - entry.options
     if unknown:
-        allowed = ", ".join(sorted(OPTIONS[impl])) or "none"
+        allowed = ", ".join(sorted(entry.options)) or "none"
         raise ValueError(
             f"option(s) {', '.join(sorted(unknown))} not accepted by impl={impl!r}; "
             f"allowed options: {allowed}"
@@ -61,18 +59,14 @@ def attention(
     check_out(out, q)
     bm = check_block("block_m", block_m, DEFAULT_BLOCK)
     bn = check_block("block_n", block_n, DEFAULT_BLOCK)
-    if impl in TRITON_IMPLEMENTATIONS:
+    if entry.triton:
         check_no_grad(impl, q, k, v)
-        return _triton(impl)(q, k, v, causal, bm, bn, out=out, **options)
-    if block_m is not None or block_n is not None:
+        options |= {"block_m": bm, "block_n": bn}
+    elif block_m is not None or block_n is not None:
         raise ValueError(f"block_m/block_n apply to Triton implementations only, not impl={impl!r}")
-    if impl == "reference":
-        result = reference(q, k, v, causal)
-    elif impl == "torch_naive":
-        result = torch_naive(q, k, v, causal)
-    else:
-        forced = SDPA_IMPLEMENTATIONS[impl]
-        result = sdpa(q, k, v, causal, **({"backend": forced} if forced else options))
-    if out is None:
-        return result
-    return out.copy_(result)
+    if options.get("return_intermediates"):
+        return entry.run(q, k, v, causal=causal, **options)  # (S, P, O), triton_naive's view
+    if entry.takes_out:
+        return _checked_result(entry, entry.run(q, k, v, causal=causal, out=out, **options), q)
+    result = _checked_result(entry, entry.run(q, k, v, causal=causal, **options), q)
+    return result if out is None else out.copy_(result)

@@ -1,14 +1,12 @@
 """Figures derived from measured ones, computed here once for every implementation (as
 tritonbench derives its metrics for all backends): throughput from the model's FLOPs,
 bandwidth from the model's bytes, and the speed-up from fusing, the time of the materialized
-twin (kernels.spec.MATERIALIZED_TWIN) on the same inputs over the point's own time. A twin
-measured with several block shapes counts with its fastest."""
+twin (each record's ``twin``, from its implementation's registration) on the same inputs
+over the point's own time. A twin measured with several block shapes counts with its fastest."""
 
 from __future__ import annotations
 
 import pandas as pd
-
-from kernels.spec import MATERIALIZED_TWIN
 
 # What makes two points' inputs the same: the shape, the dtype, the mask, what q, k, v hold
 # and the device (the seed is the run's).
@@ -25,7 +23,7 @@ def throughput(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def speedups(metrics: pd.DataFrame) -> pd.DataFrame:
     """``twin`` and ``speedup_vs_materialized`` for every point (missing where either is untimed)."""
-    twin = metrics["impl"].map(MATERIALIZED_TWIN)
+    twin = metrics["twin"]
     timed = metrics[metrics["status"] == "ok"].dropna(subset=["time_ms"])
     fastest = timed.groupby(["impl"] + SAME_INPUTS, dropna=False)["time_ms"].min().rename("twin_time_ms")
     keyed = metrics[SAME_INPUTS].assign(impl=twin)

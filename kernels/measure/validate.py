@@ -20,12 +20,13 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from kernels import catalog
 from kernels.impl.checks import DTYPES
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import future_mask, largest_product, reference_float64, torch_naive
 from kernels.impl.registry import attention
 from kernels.impl.sdpa import BackendUnavailableError
-from kernels.spec import DEFAULT_BLOCK, IMPLEMENTATIONS, LARGE_INPUT, TRITON_IMPLEMENTATIONS
+from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT, SDPA_IMPLEMENTATIONS
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here
 from kernels.study.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
@@ -69,13 +70,14 @@ class Result:
 
 def stored_score(impl: str, product: float, head_dim: int) -> float | None:
     """The largest value an implementation writes into a stored S, from max |q·k|:
-    torch_naive stores the product and scales it in place, triton_naive stores the scaled
-    score; the others store no S in the input dtype (None)."""
-    if impl == "torch_naive":
-        return product
-    if impl == "triton_naive":
-        return product / math.sqrt(head_dim)
-    return None
+    torch_naive stores the product and scales it in place, the others that store S in the
+    input dtype (triton_naive, triton_s_only, a plugin saying so) at least the scaled score;
+    None where no S is stored in the input dtype (fused, float32 or float64 S, PyTorch's
+    SDPA, whose math backend may widen)."""
+    entry = catalog.get(impl)
+    if entry.stores == "none" or entry.sp_dtype is not None or impl in SDPA_IMPLEMENTATIONS:
+        return None
+    return product if impl == "torch_naive" else product / math.sqrt(head_dim)
 
 
 def expected_verdict(impl: str, tokens: int, block_n: int, dtype: str, product: float, head_dim: int) -> str:
@@ -113,7 +115,7 @@ def check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n) -> tuple[flo
     """Run one implementation into a NaN-poisoned buffer: (error, written, verdict, message).
     Where NaN remains, a second run into a −∞-poisoned buffer tells an element never written
     (poison in both) from a NaN the kernel computed (NaN in both)."""
-    blocks = {"block_m": block_m, "block_n": block_n} if impl in TRITON_IMPLEMENTATIONS else {}
+    blocks = {"block_m": block_m, "block_n": block_n} if catalog.get(impl).triton else {}
     try:
         out = _run_into(impl, q, k, v, causal, blocks, float("nan"))
         unwritten = torch.isnan(out)
@@ -134,7 +136,7 @@ def check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n) -> tuple[flo
 
 
 def validate(
-    impls=IMPLEMENTATIONS,
+    impls=None,
     dtypes=tuple(DTYPES),
     causals=(False, True),
     shapes=CPU_SHAPES,
@@ -147,7 +149,9 @@ def validate(
 ) -> list[Result]:
     """Every implementation on every case. ``unfit`` names cases (by ``case_key``) whose
     launches cannot run on this GPU, with the reason (the preflight's findings): they are
-    left out with verdict ``unfit`` instead of failing at launch."""
+    left out with verdict ``unfit`` instead of failing at launch. ``impls``: every
+    registered implementation unless named."""
+    impls = catalog.names() if impls is None else impls
     results = []
     unfit = unfit or {}
     for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
@@ -168,7 +172,7 @@ def validate(
         product = largest_product(q, k)
         for impl in impls:
             start = time.perf_counter()
-            triton = impl in TRITON_IMPLEMENTATIONS
+            triton = catalog.get(impl).triton
             key = case_key(impl, shape, dtype_name, causal, block_m, block_n) if triton else None
             if key in unfit:
                 error, written, verdict, message = float("nan"), False, "unfit", unfit[key]
@@ -189,7 +193,7 @@ def validate(
 
 def unavailable(
     reason: str,
-    impls=IMPLEMENTATIONS,
+    impls=None,
     dtypes=tuple(DTYPES),
     causals=(False, True),
     shapes=CPU_SHAPES,
@@ -200,6 +204,7 @@ def unavailable(
     """Every case ``validate`` would run, with verdict ``unavailable`` and ``reason``, for a
     device this machine does not have (cuda without a GPU): nothing is run, nothing is
     allocated, and each case still says what it would have been expected to give."""
+    impls = catalog.names() if impls is None else impls
     results = []
     for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
         # max |q·k|: q = k = LARGE_INPUT everywhere for large inputs; normal inputs never
@@ -230,7 +235,7 @@ def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdic
     """One case's result: the case as validation ran it (blocks for the Triton paths only)
     and the verdict it was expected to give, with ``verdict``'s fields (error, bound,
     written, verdict, message, seconds)."""
-    triton = impl in TRITON_IMPLEMENTATIONS
+    triton = catalog.get(impl).triton
     block_m, block_n = blocks
     return Result(
         impl=impl,

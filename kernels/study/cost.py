@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels.spec import REFERENCE_CHUNK_BYTES, TRITON_IMPLEMENTATIONS
+from kernels import catalog
+from kernels.spec import REFERENCE_CHUNK_BYTES
 from kernels.study.point import Point
 
 
@@ -33,9 +34,20 @@ class Transfer:
     as_issued: int | None  # None: not our kernel (library code), not modelled
 
 
+def score_bytes(point: Point) -> int:
+    """Bytes of every score once, B·H·T²·e: what one pass over a stored S (or P) moves."""
+    return point.groups * point.tokens**2 * point.e_sp
+
+
 def matrix_bytes(point: Point) -> int:
-    """Bytes of one of S or P: B·H·T²·e for the materialized paths, 0 for the fused ones."""
-    return point.groups * point.tokens**2 * point.e_sp if point.materialized else 0
+    """Bytes of S held at once: B·H·T²·e for a path that stores it, B·H·rows·T·e for one that
+    stores a chunk of query rows at a time, 0 for the fused ones."""
+    return point.groups * point.stored_rows * point.tokens * point.e_sp if point.stores != "none" else 0
+
+
+def p_bytes(point: Point) -> int:
+    """Bytes of P held at once: as S's where P is stored, else 0."""
+    return matrix_bytes(point) if point.materialized else 0
 
 
 def flops(point: Point) -> int:
@@ -63,7 +75,7 @@ def _scores_tiles(point: Point, m: int) -> int:
     return min(n_tiles, (m * point.block_m + point.block_m - 1) // point.block_n + 1)
 
 
-def _as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
+def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
     q = k = p = v = o = 0
     for m in range(cdiv(T, point.block_m)):
@@ -88,7 +100,7 @@ def _as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
     }
 
 
-def _as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
+def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
     T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
     q = kv = o = 0
     for m in range(cdiv(T, point.block_m)):
@@ -104,12 +116,14 @@ def _as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
     }
 
 
-def transfers(point: Point) -> list[Transfer]:
+def compulsory_transfers(point: Point) -> dict[tuple[str, str, str], int]:
+    """Each tensor of the algorithm moved once per pass its stores require: S and P written
+    and read once; S only written once and read twice (statistics, then P·V); neither."""
     G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
     qkvo = G * T * d * e
-    sp = matrix_bytes(point)
-    if point.materialized:
-        compulsory = {
+    sp = score_bytes(point)
+    if point.stores == "SP":
+        return {
             ("scores", "Q", "load"): qkvo,
             ("scores", "K", "load"): qkvo,
             ("scores", "S", "store"): sp,
@@ -119,21 +133,39 @@ def transfers(point: Point) -> list[Transfer]:
             ("pv", "V", "load"): qkvo,
             ("pv", "O", "store"): qkvo,
         }
-    else:
-        compulsory = {
-            ("attention_fwd", "Q", "load"): qkvo,
-            ("attention_fwd", "K", "load"): qkvo,
-            ("attention_fwd", "V", "load"): qkvo,
-            ("attention_fwd", "O", "store"): qkvo,
+    if point.stores == "S":
+        return {
+            ("scores", "Q", "load"): qkvo,
+            ("scores", "K", "load"): qkvo,
+            ("scores", "S", "store"): sp,
+            ("stats", "S", "load"): sp,
+            ("pv", "S", "load"): sp,
+            ("pv", "V", "load"): qkvo,
+            ("pv", "O", "store"): qkvo,
         }
-    issued: dict[tuple[str, str, str], int] = {}
-    if point.impl == "triton_naive":
-        issued = _as_issued_naive(point)
-    elif point.impl in TRITON_IMPLEMENTATIONS:
-        issued = _as_issued_fused(point)
+    return {
+        ("attention_fwd", "Q", "load"): qkvo,
+        ("attention_fwd", "K", "load"): qkvo,
+        ("attention_fwd", "V", "load"): qkvo,
+        ("attention_fwd", "O", "store"): qkvo,
+    }
+
+
+def as_issued(point: Point) -> dict[tuple[str, str, str], int] | None:
+    """The implementation's own model of what it moves, or None where it gives none."""
+    model = catalog.get(point.impl).model()
+    return None if model is None else {key: int(nbytes) for key, nbytes in model(point).items()}
+
+
+def transfers(point: Point) -> list[Transfer]:
+    """The compulsory transfers beside the as-issued ones, row by row; a transfer only one of
+    them has (a kernel's own statistics, say) is a row with 0 on the other side."""
+    compulsory = compulsory_transfers(point)
+    issued = as_issued(point)
+    rows = list(compulsory) + [key for key in (issued or {}) if key not in compulsory]
     return [
-        Transfer(kernel, tensor, op, nbytes, issued.get((kernel, tensor, op)))
-        for (kernel, tensor, op), nbytes in compulsory.items()
+        Transfer(*key, compulsory.get(key, 0), None if issued is None else issued.get(key, 0))
+        for key in rows
     ]
 
 
@@ -143,7 +175,7 @@ def predicted_bytes(point: Point) -> int:
     G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
     qkvo = 4 * G * T * d * e
     check = 4 * G * T * d * 8 + REFERENCE_CHUNK_BYTES
-    work = 2 * matrix_bytes(point)
+    work = matrix_bytes(point) + p_bytes(point)
     if point.impl == "torch_naive" and e != 4:
         work += G * T * T * 4  # softmax's float32 result before the cast back
     if point.impl == "reference":
@@ -155,12 +187,13 @@ def summarize(point: Point) -> dict:
     """The model's fields of a record."""
     moves = transfers(point)
     compulsory = sum(t.compulsory for t in moves)
-    modelled = point.impl in TRITON_IMPLEMENTATIONS
+    modelled = moves[0].as_issued is not None
     issued = sum(t.as_issued for t in moves) if modelled else None
     work = flops(point)
     return {
+        **catalog.describe(point.impl),
         "bytes_S": matrix_bytes(point),
-        "bytes_P": matrix_bytes(point),
+        "bytes_P": p_bytes(point),
         "traffic_compulsory_bytes": compulsory,
         "traffic_model_bytes": issued,
         "flops": work,

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kernels import catalog
 from kernels.spec import (
     BLOCK_SIZES,
     DEFAULT_BLOCK,
@@ -18,16 +19,13 @@ from kernels.spec import (
     DTYPES,
     ELEMENT_BYTES,
     HEAD_DIMS,
-    IMPLEMENTATIONS,
     INPUTS,
     LARGE_INPUT,
-    MATERIALIZED,
     MAX_BATCH,
     MAX_GRID_YZ,
     MAX_ROW_BLOCK,
     MAX_SEED,
     MAX_TOKENS,
-    TRITON_IMPLEMENTATIONS,
 )
 
 # results/points/<POINT_PATTERN>.json; the measure rule's output is spelled with it
@@ -38,7 +36,7 @@ VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
 BUILD_PATTERN = VALIDATION_PATTERN + "/T{tokens}-d{head_dim}"
 NO_BLOCKS = "na"
 WILDCARD_CONSTRAINTS: dict[str, str] = {
-    "impl": "|".join(IMPLEMENTATIONS),
+    "impl": catalog.NAME.pattern,  # any registered name: checked against the catalog
     "dtype": "|".join(DTYPES),
     "batch": r"\d+",
     "heads": r"\d+",
@@ -92,8 +90,7 @@ class Point:
     inputs: str = DEFAULT_INPUTS  # what q, k and v hold (kernels.spec.INPUTS)
 
     def __post_init__(self) -> None:
-        if self.impl not in IMPLEMENTATIONS:
-            raise ValueError(f"impl={self.impl!r}: allowed values are {', '.join(IMPLEMENTATIONS)}")
+        catalog.get(self.impl)  # an unknown name is an error listing the registered ones
         for name in ("batch", "heads", "tokens", "head_dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -111,7 +108,7 @@ class Point:
             value = getattr(self, name)
             if value is not None and value not in BLOCK_SIZES:
                 raise ValueError(f"{name}={value!r}: allowed values are {', '.join(map(str, BLOCK_SIZES))}")
-        if self.impl in TRITON_IMPLEMENTATIONS:
+        if self.triton:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
 
@@ -130,17 +127,26 @@ class Point:
 
     @property
     def e_sp(self) -> int:
-        if self.impl == "reference":
-            return 8
-        return ELEMENT_BYTES[self.sp_dtype or self.dtype]
+        """Bytes of one stored score (of S, and of P where it is stored)."""
+        return ELEMENT_BYTES[catalog.stored_dtype(self.impl, self.dtype, self.sp_dtype)]
+
+    @property
+    def stores(self) -> str:
+        """SP, S or none (kernels.catalog.STORES)."""
+        return catalog.get(self.impl).stores
 
     @property
     def materialized(self) -> bool:
-        return self.impl in MATERIALIZED
+        return self.stores == "SP"
 
     @property
     def triton(self) -> bool:
-        return self.impl in TRITON_IMPLEMENTATIONS
+        return catalog.get(self.impl).triton
+
+    @property
+    def stored_rows(self) -> int:
+        """Query rows whose scores exist at once: all T, or an implementation's chunk."""
+        return min(self.tokens, catalog.get(self.impl).stored_rows or self.tokens)
 
     # --- names and paths ---------------------------------------------------------------
 
@@ -228,15 +234,16 @@ class Point:
     def from_cli(cls, args: argparse.Namespace) -> Point:
         """The point the flags of ``add_cli_arguments`` describe; a flag that does not apply
         to the implementation is an error naming it."""
-        triton = args.impl in TRITON_IMPLEMENTATIONS
+        triton = catalog.get(args.impl).triton
         for flag in ("block_m", "block_n"):
             if getattr(args, flag) is not None and not triton:
                 raise ValueError(
                     f"--{flag.replace('_', '-')} applies to the Triton "
                     f"implementations only, not --impl {args.impl}"
                 )
-        if args.sp_dtype and args.impl != "triton_naive":
-            raise ValueError(f"--sp-dtype applies to --impl triton_naive only, not {args.impl}")
+        if args.sp_dtype and "sp_dtype" not in catalog.get(args.impl).options:
+            takes = [n for n, i in catalog.registered().items() if "sp_dtype" in i.options]
+            raise ValueError(f"--sp-dtype applies to --impl {', '.join(takes)} only, not {args.impl}")
         return cls(
             args.impl,
             args.batch,
@@ -301,7 +308,7 @@ def launch_pair(text: str) -> tuple[int, int]:
 
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that describe one point (``Point.cli_args`` writes them)."""
-    parser.add_argument("--impl", required=True, choices=IMPLEMENTATIONS)
+    parser.add_argument("--impl", required=True, choices=catalog.names())
     parser.add_argument("--batch", type=batch_int, default=1, help="B")
     parser.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
     parser.add_argument("--tokens", type=tokens_int, required=True, help=f"T (at most {MAX_TOKENS:,})")

@@ -33,7 +33,8 @@ HANDOFF_TENSORS = ("S", "P")
 # kernel's exponentials and sums (about 5 operations per score against 2e-4e bytes moved)
 # are far below every target's ridge point and are left out, as are the fused kernel's,
 # which overlap its products.
-PRODUCTS = {"scores": 1, "softmax": 0, "pv": 1, "attention_fwd": 2}
+# A kernel of a plugin's own model, named otherwise, takes an equal share of the two products.
+PRODUCTS = {"scores": 1, "softmax": 0, "stats": 0, "pv": 1, "attention_fwd": 2}
 PATHS = {"materialized": "triton_naive", "fused": "triton_flash"}
 
 
@@ -109,11 +110,13 @@ def kernels(point: Point, gpu: Gpu) -> list[KernelPrediction]:
     per_product = flops(point) // 2
     peak = product_flops_per_s(point, gpu)
     found = []
-    for kernel in dict.fromkeys(t.kernel for t in moves):
+    names = list(dict.fromkeys(t.kernel for t in moves))
+    unnamed = [k for k in names if k not in PRODUCTS]
+    for kernel in names:
         mine = [t for t in moves if t.kernel == kernel]
         low = sum(dram_bytes(t, point, gpu, optimistic=True) for t in mine)
         high = sum(dram_bytes(t, point, gpu, optimistic=False) for t in mine)
-        work = per_product * PRODUCTS[kernel]
+        work = per_product * PRODUCTS[kernel] if kernel in PRODUCTS else 2 * per_product // len(unnamed)
         time_low, bound_low = roofline(low, work, gpu, peak)
         time_high, bound_high = roofline(high, work, gpu, peak)
         found.append(KernelPrediction(kernel, work, low, high, time_low, time_high, bound_low, bound_high))

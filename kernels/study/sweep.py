@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from kernels.spec import DEFAULT_INPUTS, ELEMENT_BYTES, TRITON_IMPLEMENTATIONS
+from kernels import catalog
+from kernels.spec import DEFAULT_INPUTS, ELEMENT_BYTES
 from kernels.study.point import Point
 
 TOKEN_MULTIPLE = 16  # tokens_across_cache rounds T to this
@@ -86,7 +87,7 @@ def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
     ``cache_bytes``: the cache size a grid with tokens_across_cache follows."""
     out = []
     for impl, tokens, heads, d, dtype, causal, inputs in _combinations(grid, cache_bytes):
-        blocks = [tuple(b) for b in grid["blocks"]] if impl in TRITON_IMPLEMENTATIONS else [(None, None)]
+        blocks = [tuple(b) for b in grid["blocks"]] if catalog.get(impl).triton else [(None, None)]
         for batch in batches_for(grid, tokens):
             for bm, bn in blocks:
                 out.append(Point(impl, batch, heads, tokens, d, dtype, causal, bm, bn, inputs=inputs))
@@ -115,3 +116,26 @@ def groups(points: list[Point]) -> dict[tuple[str, str], list[Point]]:
     for point in points:
         out.setdefault((point.impl, point.dtype), []).append(point)
     return dict(sorted(out.items()))
+
+
+def registered_only(sweep: list[dict]) -> tuple[list[dict], list[str]]:
+    """The grids with every implementation checked against the registry (kernels.catalog).
+    A name nobody registered is an error naming it and the registered ones, unless a plugin
+    failed to load: then it is taken for that plugin's, left out with a warning saying so,
+    and the rest of the study runs (a grid left with no implementation is left out)."""
+    known, problems = catalog.names(), catalog.problems()
+    kept, warnings = [], []
+    for index, grid in enumerate(sweep):
+        unknown = [impl for impl in grid["impls"] if impl not in known]
+        if unknown and not problems:
+            raise ValueError(
+                f"sweep grid {index}: impls {', '.join(unknown)} not registered; registered "
+                f"implementations are {', '.join(known)}"
+            )
+        if unknown:
+            failed = "; ".join(map(str, problems))
+            warnings.append(f"sweep grid {index}: impls {', '.join(unknown)} left out ({failed})")
+        impls = [impl for impl in grid["impls"] if impl in known]
+        if impls:
+            kept.append(grid | {"impls": impls})
+    return kept, warnings

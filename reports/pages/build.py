@@ -12,8 +12,8 @@ import re
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from kernels.spec import DEFAULT_TARGETS, TRITON_IMPLEMENTATIONS
-from reports.pages.common import implementations, load, names, sections, show
+from kernels.spec import DEFAULT_TARGETS
+from reports.pages.common import implementations, load, names, sections, show, triton_points
 
 __all__ = [
     "load",
@@ -345,7 +345,7 @@ def why_no_builds(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str
     one."""
     if not builds.empty:
         return None
-    triton = metrics[metrics["impl"].isin(TRITON_IMPLEMENTATIONS)]
+    triton = triton_points(metrics)
     if triton.empty:
         return (
             f"this study has no Triton point ({implementations(metrics)}), so there is no kernel to compile"
@@ -368,7 +368,7 @@ def why_no_fused(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str 
     no_builds = why_no_builds(builds, metrics, env)
     if no_builds:
         return no_builds
-    triton = metrics.loc[metrics["impl"].isin(TRITON_IMPLEMENTATIONS), "impl"]
+    triton = triton_points(metrics)["impl"]
     return (
         f"this study has no point of the fused kernel ({names(FUSED_IMPLEMENTATIONS)}); its "
         f"Triton implementation{'s' if triton.nunique() != 1 else ''}: {names(triton)}"

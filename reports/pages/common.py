@@ -137,6 +137,11 @@ def names(values) -> str:
     return ", ".join(found[:-1]) + " and " + found[-1]
 
 
+def triton_points(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The points of Triton kernels, ours or a plugin's (each record says whether it is one)."""
+    return metrics[metrics["triton"].fillna(False).astype(bool)]
+
+
 def implementations(metrics: pd.DataFrame) -> str:
     return f"its implementation{'s' if metrics['impl'].nunique() != 1 else ''}: {names(metrics['impl'])}"
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from kernels.spec import ELEMENT_BYTES, TRITON_IMPLEMENTATIONS
+from kernels.spec import ELEMENT_BYTES
 from reports.pages.common import (
     MIB,
     describe_case,
@@ -21,6 +21,7 @@ from reports.pages.common import (
     ok,
     sections,
     show,
+    triton_points,
     why_nothing_ran,
 )
 
@@ -62,7 +63,7 @@ empty = sections(
 
 def why_no_triton(metrics: pd.DataFrame) -> str | None:
     """Why the study has no Triton point, or None when it has one."""
-    if metrics["impl"].isin(TRITON_IMPLEMENTATIONS).any():
+    if not triton_points(metrics).empty:
         return None
     return f"this study has no Triton point ({implementations(metrics)})"
 
@@ -165,7 +166,7 @@ def headline_text(predictions: pd.DataFrame) -> str:
 
 
 def traffic_by_stage(stages: pd.DataFrame, column: str = "model_bytes") -> pd.DataFrame:
-    data = stages[stages["impl"].isin(TRITON_IMPLEMENTATIONS) & stages[column].notna()].copy()
+    data = stages[stages[column].notna()].copy()  # the modelled (or counted) implementations
     if data.empty:
         return data
     data["stage"] = data["tensor"] + " " + data["op"]
@@ -229,7 +230,7 @@ def why_uncounted(metrics: pd.DataFrame, env: dict) -> str:
         return no_triton
     if env.get("device") == "cuda":
         return "on a GPU the Triton kernels are compiled, not interpreted, so no byte is counted"
-    triton = metrics[metrics["impl"].isin(TRITON_IMPLEMENTATIONS)]
+    triton = triton_points(metrics)
     return why_nothing_ran(triton, "Triton ") or "no Triton point that ran has a count"
 
 

@@ -9,7 +9,7 @@ import os
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import LogEvent, logger
 
-from kernels.spec import TRITON_IMPLEMENTATIONS
+import kernels.catalog as catalog
 from kernels.study import device as attnio_device
 from kernels.study import point as attnio_point
 from kernels.study import sweep as attnio_sweep
@@ -31,10 +31,25 @@ CACHE_BYTES = config.get("cache_bytes") or (
     if attnio_sweep.asks_for_cache(config["sweep"])
     else None
 )
+# Implementations of one's own: the configured plugin modules (and any installed package's
+# entry point) are imported now, and named in ATTNIO_PLUGINS for every job. A plugin that
+# cannot load is reported, naming it and why; the implementations it would have registered
+# are left out and the rest of the study runs.
+try:
+    PLUGIN_PROBLEMS = catalog.use_plugins(config["plugins"])
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
+for problem in PLUGIN_PROBLEMS:
+    logger.warning(f"attnio: {problem}; its implementations are left out")
 try:
     config["sweep"] = attnio_sweep.resolved(config["sweep"], CACHE_BYTES)
+    config["sweep"], LEFT_OUT = attnio_sweep.registered_only(config["sweep"])
 except ValueError as err:
     raise WorkflowError(f"sweep: {err}") from None
+for warning in LEFT_OUT:
+    logger.warning(f"attnio: {warning}")
+if not config["sweep"]:
+    raise WorkflowError("sweep: no grid has an implementation left to measure")
 POINTS = attnio_sweep.points(config["sweep"])
 # Build: every Triton variant for the configured targets, plus the local GPU's on a GPU
 # machine (which also fills Triton's cache before anything is timed). One job per
@@ -75,7 +90,7 @@ LOCAL_CORES = workflow.resource_settings.cores
 
 
 def times_kernels(impl):
-    return ON_GPU or impl not in TRITON_IMPLEMENTATIONS
+    return ON_GPU or not catalog.get(impl).triton
 
 
 def machine_threads(wildcards=None):
@@ -176,7 +191,7 @@ def report_heading(name):
 # compares, the predicted page both Triton paths on each GPU; every other page the sweep's all.
 SWEPT = list(dict.fromkeys(point.impl for point in POINTS))
 PAGE_IMPLEMENTATIONS = {
-    "build": [impl for impl in SWEPT if impl in TRITON_IMPLEMENTATIONS],
+    "build": [impl for impl in SWEPT if catalog.get(impl).triton],
     "tile_softmax": ["triton_tile_softmax", "triton_flash"],
     "predicted": ["triton_naive", "triton_flash"],
 }

@@ -1,0 +1,19 @@
+"""The fused loop with a softmax local to each tile: wrong wherever a row spans two tiles."""
+
+from kernels.catalog import implementation
+
+
+@implementation(
+    "triton_tile_softmax",
+    stores="none",
+    triton=True,
+    twin="triton_naive",
+    traffic_model="kernels.study.cost:as_issued_fused",
+    takes_out=True,
+    default=True,
+)
+def triton_tile_softmax(q, k, v, *, causal, block_m, block_n, out=None):
+    """Each tile normalized by its own max and sum: no statistics carried across tiles."""
+    from kernels.impl.triton.tile_softmax import triton_tile_softmax as run
+
+    return run(q, k, v, causal, block_m, block_n, out=out)

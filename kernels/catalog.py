@@ -1,0 +1,306 @@
+"""The implementations attnio knows, ours and anyone's, registered the same way.
+
+An implementation is a callable with ``kernels.attention``'s arguments and a few facts the
+study needs to plan, count and compare it: whether it stores S and P (and in what dtype, how
+many query rows at once), whether it is a Triton kernel (counted under the interpreter, its
+block sizes swept), its materialized twin and, optionally, its as-issued traffic model. One
+decorator registers it::
+
+    from kernels.catalog import implementation
+
+    @implementation("my_flash", stores="none", triton=True, twin="triton_naive")
+    def my_flash(q, k, v, *, causal, block_m, block_n):
+        ...
+
+Ours are the modules of ``kernels.builtin``. Others come from the modules named by the
+configuration's ``plugins`` (or ``ATTNIO_PLUGINS``, comma-separated: what the workflow's jobs
+inherit) and from the Python entry-point group ``attnio.implementations``. A plugin that fails
+to import, registers a name already taken, gives a bad fact or a callable of the wrong
+signature is left out and kept as a ``Problem`` naming it and why; the rest loads.
+
+Pure Python: registering imports neither torch nor triton (ours import their kernels on first
+call); a plugin's own module is imported after Triton's mode is fixed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from kernels.spec import ELEMENT_BYTES
+
+ENTRY_POINT_GROUP = "attnio.implementations"
+PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
+BUILTIN_PACKAGE = "kernels.builtin"
+OURS = "attnio"
+# What an implementation keeps in memory between its steps: S and P (materialized), S only
+# (softmax statistics from S, then S streamed into P·V) or neither (fused).
+STORES: tuple[str, ...] = ("SP", "S", "none")
+NAME = re.compile(r"[a-z][a-z0-9_]*")
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# A traffic model: the point → bytes by (kernel, tensor, op), as the interpreter counts them
+# (kernel: the @triton.jit function's name without "_kernel"; tensor: its argument's name).
+TrafficModel = Callable[[Any], Mapping[tuple[str, str, str], int]]
+
+
+class PluginError(ValueError):
+    """A registration refused: the message names the plugin and the reason."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    plugin: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"plugin {self.plugin}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Implementation:
+    name: str
+    run: Callable[..., Any]
+    stores: str  # one of STORES
+    twin: str  # the materialized implementation its speed-up is measured against
+    triton: bool = False
+    sp_dtype: str | None = None  # dtype S and P are stored in; None: the input dtype
+    stored_rows: int | None = None  # query rows whose S and P exist at once; None: all T
+    options: frozenset[str] = frozenset()  # keyword options beyond the common arguments
+    traffic_model: TrafficModel | str | None = None  # a callable or "module:function"
+    takes_out: bool = False  # writes the result into ``out=`` itself
+    default: bool = False  # in the default sweep
+    origin: str = OURS  # the module that registered it
+    doc: str = field(default="", compare=False)
+
+    @property
+    def materialized(self) -> bool:
+        return self.stores == "SP"
+
+    @property
+    def ours(self) -> bool:
+        return self.origin.startswith(BUILTIN_PACKAGE)
+
+    def model(self) -> TrafficModel | None:
+        """The as-issued traffic model, imported on first use when named by a string."""
+        if not isinstance(self.traffic_model, str):
+            return self.traffic_model
+        module, _, attr = self.traffic_model.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+_registered: dict[str, Implementation] = {}
+_problems: list[Problem] = []
+_loaded: set[str] = set()  # modules imported (ours, plugins, entry points)
+_loading: list[str] = []  # the module being imported now (names a registration's plugin)
+
+
+def implementation(
+    name: str,
+    *,
+    stores: str,
+    twin: str | None = None,
+    triton: bool = False,
+    sp_dtype: str | None = None,
+    stored_rows: int | None = None,
+    options: Iterable[str] = (),
+    traffic_model: TrafficModel | str | None = None,
+    takes_out: bool = False,
+    default: bool = False,
+) -> Callable[[Callable], Callable]:
+    """Register the decorated callable as implementation ``name`` (see the module's doc).
+    ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive."""
+
+    def register(fn: Callable) -> Callable:
+        origin = _loading[-1] if _loading else getattr(fn, "__module__", "?")
+        entry = Implementation(
+            name=name,
+            run=fn,
+            stores=stores,
+            twin=twin or (name if stores == "SP" else "torch_naive"),
+            triton=triton,
+            sp_dtype=sp_dtype,
+            stored_rows=stored_rows,
+            options=frozenset(options),
+            traffic_model=traffic_model,
+            takes_out=takes_out,
+            default=default,
+            origin=origin,
+            doc=(inspect.getdoc(fn) or "").split("\n\n")[0],
+        )
+        _check(entry)
+        _registered[name] = entry
+        return fn
+
+    return register
+
+
+def _check(entry: Implementation) -> None:
+    """Refuse what the study could not plan, naming the field and what is allowed."""
+    where = f"implementation {entry.name!r} (from {entry.origin})"
+    if not isinstance(entry.name, str) or not NAME.fullmatch(entry.name):
+        raise PluginError(f"{where}: a name is lower-case letters, digits and _, starting with a letter")
+    if entry.name in _registered:
+        taken = _registered[entry.name].origin
+        raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
+    if entry.stores not in STORES:
+        raise PluginError(f"{where}: stores={entry.stores!r}; allowed values are {', '.join(STORES)}")
+    if entry.sp_dtype is not None and entry.sp_dtype not in ELEMENT_BYTES:
+        allowed = ", ".join(ELEMENT_BYTES)
+        raise PluginError(f"{where}: sp_dtype={entry.sp_dtype!r}; allowed values are {allowed} or None")
+    rows = entry.stored_rows
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+        raise PluginError(f"{where}: stored_rows={rows!r}; must be a positive integer or None")
+    if not callable(entry.run):
+        raise PluginError(f"{where}: {entry.run!r} is not callable")
+    model = entry.traffic_model
+    if model is not None and not callable(model) and not (isinstance(model, str) and ":" in model):
+        raise PluginError(f"{where}: traffic_model must be a callable or 'module:function'")
+    _check_signature(where, entry)
+
+
+def _check_signature(where: str, entry: Implementation) -> None:
+    """The callable must take (q, k, v, *, causal[, block_m, block_n]) as attention passes them."""
+    try:
+        signature = inspect.signature(entry.run)
+    except (TypeError, ValueError):
+        return  # a builtin or C extension: trusted, its first call tells
+    blocks = {"block_m": 64, "block_n": 64} if entry.triton else {}
+    try:
+        signature.bind(None, None, None, causal=False, **blocks)
+    except TypeError as err:
+        wanted = "(q, k, v, *, causal" + (", block_m, block_n)" if entry.triton else ")")
+        raise PluginError(f"{where}: the callable must accept {wanted}; {err}") from None
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _import(module: str, plugin: str) -> None:
+    """Import a module that registers implementations; its failure becomes a Problem."""
+    if module in _loaded:
+        return
+    _loaded.add(module)
+    if not module.startswith(BUILTIN_PACKAGE):
+        # a plugin's Triton kernels are decorated on import: attnio's mode must be fixed first
+        importlib.import_module("kernels.impl.mode").interpret()
+    _loading.append(plugin)
+    try:
+        importlib.import_module(module)
+    except PluginError as err:
+        _problems.append(Problem(plugin, str(err)))
+    except Exception as err:  # a broken plugin must not stop the study
+        _problems.append(Problem(plugin, f"import failed: {type(err).__name__}: {err}"))
+    finally:
+        _loading.pop()
+
+
+def _builtins() -> None:
+    package = importlib.import_module(BUILTIN_PACKAGE)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        name = f"{BUILTIN_PACKAGE}.{info.name}"
+        if name not in _loaded:
+            _loaded.add(name)
+            importlib.import_module(name)  # ours: an error is a bug, raised
+
+
+def configured_plugins() -> list[str]:
+    """The plugin modules ``ATTNIO_PLUGINS`` names."""
+    return [m.strip() for m in os.environ.get(PLUGINS_VARIABLE, "").split(",") if m.strip()]
+
+
+def use_plugins(modules: Iterable[str]) -> list[Problem]:
+    """Load these plugin modules now and name them in ``ATTNIO_PLUGINS``, so that the
+    processes started from here (the workflow's jobs) load the same. Returns every problem."""
+    modules = list(modules)
+    for module in modules:
+        if not isinstance(module, str) or not MODULE.fullmatch(module):
+            raise ValueError(f"plugins: {module!r} is not a module name (e.g. mypkg.attention)")
+    named = list(dict.fromkeys(configured_plugins() + modules))
+    if named:
+        os.environ[PLUGINS_VARIABLE] = ",".join(named)
+    load()
+    return problems()
+
+
+_found_entry_points = False
+
+
+def load() -> None:
+    """Ours, then entry points, then ``ATTNIO_PLUGINS``; each module once (the variable is
+    read again on every lookup, a cheap check)."""
+    global _found_entry_points
+    if not _found_entry_points:
+        _found_entry_points = True
+        _builtins()
+        for point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+            _import(point.value.partition(":")[0].strip(), f"{point.value} (entry point {point.name})")
+    for module in configured_plugins():
+        _import(module, module)
+
+
+# --- lookups -------------------------------------------------------------------------------
+
+
+def registered() -> dict[str, Implementation]:
+    load()
+    return dict(_registered)
+
+
+def names() -> tuple[str, ...]:
+    """Every registered name: ours in their modules' order, then plugins'."""
+    return tuple(registered())
+
+
+def problems() -> list[Problem]:
+    load()
+    return list(_problems)
+
+
+def get(name: str) -> Implementation:
+    """The implementation ``name``; an unknown name is an error listing the allowed ones and
+    any plugin that failed to load."""
+    known = registered()
+    if name in known:
+        return known[name]
+    failed = "".join(f"; {p}" for p in _problems)
+    raise ValueError(f"impl={name!r}: allowed values are {', '.join(known)}{failed}")
+
+
+def triton_names() -> tuple[str, ...]:
+    return tuple(n for n, i in registered().items() if i.triton)
+
+
+def default_names() -> tuple[str, ...]:
+    return tuple(n for n, i in registered().items() if i.default)
+
+
+def stored_dtype(name: str, dtype: str, asked: str | None = None) -> str:
+    """The dtype S and P are stored in at input ``dtype`` (``asked``: the point's sp_dtype)."""
+    return asked or get(name).sp_dtype or dtype
+
+
+def describe(name: str) -> dict[str, Any]:
+    """The facts a record carries, so that tables and reports need no catalog."""
+    entry = get(name)
+    return {"stores": entry.stores, "triton": entry.triton, "twin": entry.twin, "origin": entry.origin}
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Implementation",
+    "PluginError",
+    "Problem",
+    "get",
+    "implementation",
+    "load",
+    "names",
+    "problems",
+    "use_plugins",
+]
