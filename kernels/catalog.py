@@ -74,6 +74,15 @@ class Implementation:
     stored_rows: int | None = None  # query rows whose S and P exist at once; None: all T
     options: frozenset[str] = frozenset()  # keyword options beyond the common arguments
     traffic_model: TrafficModel | str | None = None  # a callable or "module:function"
+    # A Triton kernel's launches for the build stage to compile ahead of time: a callable
+    # (q, k, v, *, causal, block_m, block_n, **options) → [kernels.impl.triton.launch.Launch]
+    # on meta tensors, or "module:function"; None: its kernels compile on first call.
+    launches: Callable[..., list] | str | None = None
+    # Its steps one by one, for the stage timing: a callable (q, k, v, causal[, block_m,
+    # block_n], **options) → ([(stage, run)], O) on buffers allocated once, a Triton one's
+    # stages named as its traffic model's kernels, or "module:function"; None: timed as a
+    # whole call only.
+    stages: Callable[..., tuple] | str | None = None
     takes_out: bool = False  # writes the result into ``out=`` itself
     default: bool = False  # in the default sweep
     origin: str = OURS  # the module that registered it
@@ -89,10 +98,23 @@ class Implementation:
 
     def model(self) -> TrafficModel | None:
         """The as-issued traffic model, imported on first use when named by a string."""
-        if not isinstance(self.traffic_model, str):
-            return self.traffic_model
-        module, _, attr = self.traffic_model.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _resolved(self.traffic_model)
+
+    def planned_launches(self) -> Callable[..., list] | None:
+        """The build stage's launch planner, imported on first use when named by a string."""
+        return _resolved(self.launches)
+
+    def stage_chain(self) -> Callable[..., tuple] | None:
+        """The stage-by-stage form, imported on first use when named by a string."""
+        return _resolved(self.stages)
+
+
+def _resolved(ref):
+    """A callable given as itself or as "module:function"."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 _registered: dict[str, Implementation] = {}
@@ -111,6 +133,8 @@ def implementation(
     stored_rows: int | None = None,
     options: Iterable[str] = (),
     traffic_model: TrafficModel | str | None = None,
+    launches: Callable[..., list] | str | None = None,
+    stages: Callable[..., tuple] | str | None = None,
     takes_out: bool = False,
     default: bool = False,
 ) -> Callable[[Callable], Callable]:
@@ -118,6 +142,7 @@ def implementation(
     ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive."""
 
     def register(fn: Callable) -> Callable:
+        _builtins()  # ours first: a plugin imported on its own cannot take one of our names
         origin = _loading[-1] if _loading else getattr(fn, "__module__", "?")
         entry = Implementation(
             name=name,
@@ -127,8 +152,10 @@ def implementation(
             triton=triton,
             sp_dtype=sp_dtype,
             stored_rows=stored_rows,
-            options=frozenset(options),
+            options=_names_of(options, name),
             traffic_model=traffic_model,
+            launches=launches,
+            stages=stages,
             takes_out=takes_out,
             default=default,
             origin=origin,
@@ -141,6 +168,16 @@ def implementation(
     return register
 
 
+def _names_of(options: Iterable[str], name: str) -> frozenset[str]:
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise PluginError(f"implementation {name!r}: options={options!r}; give a list of option names")
+    return frozenset(options)
+
+
+def _materialized(name: str) -> bool:
+    return name in _registered and _registered[name].materialized
+
+
 def _check(entry: Implementation) -> None:
     """Refuse what the study could not plan, naming the field and what is allowed."""
     where = f"implementation {entry.name!r} (from {entry.origin})"
@@ -149,6 +186,12 @@ def _check(entry: Implementation) -> None:
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
+    if not entry.ours and entry.twin != entry.name and not _materialized(entry.twin):
+        stored = [n for n, i in _registered.items() if i.materialized]
+        raise PluginError(
+            f"{where}: twin={entry.twin!r} is not a registered implementation that stores S and P; "
+            f"those registered: {', '.join(stored)}"
+        )
     if entry.stores not in STORES:
         raise PluginError(f"{where}: stores={entry.stores!r}; allowed values are {', '.join(STORES)}")
     if entry.sp_dtype is not None and entry.sp_dtype not in ELEMENT_BYTES:
@@ -159,9 +202,10 @@ def _check(entry: Implementation) -> None:
         raise PluginError(f"{where}: stored_rows={rows!r}; must be a positive integer or None")
     if not callable(entry.run):
         raise PluginError(f"{where}: {entry.run!r} is not callable")
-    model = entry.traffic_model
-    if model is not None and not callable(model) and not (isinstance(model, str) and ":" in model):
-        raise PluginError(f"{where}: traffic_model must be a callable or 'module:function'")
+    for name in ("traffic_model", "launches", "stages"):
+        ref = getattr(entry, name)
+        if ref is not None and not callable(ref) and not (isinstance(ref, str) and ":" in ref):
+            raise PluginError(f"{where}: {name} must be a callable or 'module:function'")
     _check_signature(where, entry)
 
 
@@ -191,23 +235,32 @@ def _import(module: str, plugin: str) -> None:
         # a plugin's Triton kernels are decorated on import: attnio's mode must be fixed first
         importlib.import_module("kernels.impl.mode").interpret()
     _loading.append(plugin)
+    before = set(_registered)
     try:
         importlib.import_module(module)
-    except PluginError as err:
-        _problems.append(Problem(plugin, str(err)))
     except Exception as err:  # a broken plugin must not stop the study
-        _problems.append(Problem(plugin, f"import failed: {type(err).__name__}: {err}"))
+        reason = str(err) if isinstance(err, PluginError) else f"import failed: {type(err).__name__}: {err}"
+        _problems.append(Problem(plugin, reason))
+        for name in set(_registered) - before:  # all of a failed plugin is left out
+            del _registered[name]
     finally:
         _loading.pop()
 
 
 def _builtins() -> None:
+    """Import our modules once, each named as its registrations' origin."""
+    if BUILTIN_PACKAGE in _loaded:
+        return
+    _loaded.add(BUILTIN_PACKAGE)
     package = importlib.import_module(BUILTIN_PACKAGE)
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         name = f"{BUILTIN_PACKAGE}.{info.name}"
-        if name not in _loaded:
-            _loaded.add(name)
+        _loaded.add(name)
+        _loading.append(name)
+        try:
             importlib.import_module(name)  # ours: an error is a bug, raised
+        finally:
+            _loading.pop()
 
 
 def configured_plugins() -> list[str]:

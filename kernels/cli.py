@@ -403,7 +403,7 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     from kernels.study.gpus import GPUS
-    from kernels.study.stage_cost import STAGED
+    from kernels.study.stage_cost import staged
 
     cmd.add_argument("--batch", type=batch_int, default=1, help="B")
     cmd.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
@@ -425,7 +425,7 @@ def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--impl",
-        choices=STAGED,
+        choices=staged(),
         help="with --stages: the materialized path whose stages are predicted (default: triton_naive)",
     )
     cmd.add_argument(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels import catalog
 from kernels.impl.triton.launch import Launch
 from kernels.spec import FUSED_LAUNCH_CANDIDATES, MAX_ROW_BLOCK
 from kernels.study.cases import Shape
@@ -34,17 +35,15 @@ def meta_qkv(point: Point) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def impl_launches(
     impl: str, q, k, v, causal: bool, block_m: int, block_n: int, sp_dtype=None, max_row_block=MAX_ROW_BLOCK
 ) -> list[Launch]:
-    """The launches of one call of a Triton implementation on these inputs ([] otherwise)."""
-    from kernels.impl.triton import flash, naive
-
-    o = torch.empty_like(q)
-    if impl == "triton_naive":
-        s, p = naive.sp_tensors(q, sp_dtype)
-        return naive.naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block)
-    if impl in ("triton_flash", "triton_tile_softmax"):
-        carry = impl == "triton_flash"
-        return [flash.attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry)]
-    return []
+    """The launches of one call of a Triton implementation on these inputs, as its
+    registration plans them ([] where it gives no planner: its kernels compile on first call)."""
+    entry = catalog.get(impl)
+    planner = entry.planned_launches()
+    if planner is None:
+        return []
+    given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block}
+    options = {name: value for name, value in given.items() if name in entry.options and value is not None}
+    return planner(q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options)
 
 
 def point_launches(point: Point) -> list[Launch]:

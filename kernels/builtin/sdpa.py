@@ -1,25 +1,29 @@
 """PyTorch's scaled_dot_product_attention: "sdpa" lets PyTorch choose the backend, "sdpa_<name>"
 forces one (a device without it records the point as skipped, naming it)."""
 
-from functools import partial
-
 from kernels.catalog import implementation
 from kernels.spec import SDPA_IMPLEMENTATIONS
 
 
-def _sdpa(q, k, v, *, causal, backend=None, forced=None):
-    """PyTorch's fused attention with a chosen or a forced backend."""
+def _chosen(q, k, v, *, causal, backend=None):
+    """PyTorch's fused attention, the backend PyTorch's choice (or ``backend``)."""
     from kernels.impl.sdpa import sdpa
 
-    return sdpa(q, k, v, causal, backend=forced or backend)
+    return sdpa(q, k, v, causal, backend=backend)
 
 
-for _name, _forced in SDPA_IMPLEMENTATIONS.items():
-    # sdpa_math is PyTorch's composite of a product, a softmax and a product: it stores S and P
-    _stores = "SP" if _forced == "math" else "none"
-    implementation(
-        _name,
-        stores=_stores,
-        options=("backend",) if _forced is None else (),
-        default=_forced is None,
-    )(partial(_sdpa, forced=_forced))
+def _forcing(backend: str):
+    def forced(q, k, v, *, causal):
+        """PyTorch's fused attention with one backend forced; none other stands in."""
+        from kernels.impl.sdpa import sdpa
+
+        return sdpa(q, k, v, causal, backend=backend)
+
+    return forced
+
+
+implementation("sdpa", stores="none", options=("backend",), default=True)(_chosen)
+for _name, _backend in SDPA_IMPLEMENTATIONS.items():
+    if _backend is not None:
+        # sdpa_math is PyTorch's composite of a product, a softmax and a product: it stores S and P
+        implementation(_name, stores="SP" if _backend == "math" else "none")(_forcing(_backend))

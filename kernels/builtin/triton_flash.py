@@ -10,6 +10,7 @@ from kernels.catalog import implementation
     twin="triton_naive",
     options=("num_warps", "num_stages"),
     traffic_model="kernels.study.cost:as_issued_fused",
+    launches="kernels.impl.triton.flash:planned_launches",
     takes_out=True,
     default=True,
 )

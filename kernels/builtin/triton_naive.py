@@ -9,6 +9,8 @@ from kernels.catalog import implementation
     triton=True,
     options=("sp_dtype", "return_intermediates", "max_row_block"),
     traffic_model="kernels.study.cost:as_issued_naive",
+    launches="kernels.impl.triton.naive:planned_launches",
+    stages="kernels.impl.triton.naive:triton_naive_stages",
     takes_out=True,
     default=True,
 )

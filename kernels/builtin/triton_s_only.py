@@ -9,6 +9,8 @@ from kernels.catalog import implementation
     triton=True,
     twin="triton_naive",
     traffic_model="kernels.study.s_only_cost:as_issued_s_only",
+    launches="kernels.impl.triton.s_only:planned_launches",
+    stages="kernels.impl.triton.s_only:triton_s_only_stages",
     takes_out=True,
     default=True,
 )

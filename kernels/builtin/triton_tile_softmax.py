@@ -9,6 +9,7 @@ from kernels.catalog import implementation
     triton=True,
     twin="triton_naive",
     traffic_model="kernels.study.cost:as_issued_fused",
+    launches="kernels.impl.triton.tile_softmax:planned_launches",
     takes_out=True,
     default=True,
 )

@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from kernels import catalog
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.measure.gates import skip_reason
@@ -150,16 +151,11 @@ def _run(
 
 
 def stage_chain(point: Point, q, k, v) -> list:
-    """The point's stages as callables, in chain order (kernels.impl)."""
-    if point.impl == "torch_naive":
-        from kernels.impl.reference import torch_naive_stages
-
-        return torch_naive_stages(q, k, v, point.causal)[0]
-    from kernels.impl.triton.naive import triton_naive_stages
-
-    return triton_naive_stages(q, k, v, point.causal, point.block_m, point.block_n, sp_dtype=point.sp_dtype)[
-        0
-    ]
+    """The point's stages as callables, in chain order (its registration's stage chain)."""
+    chain = catalog.get(point.impl).stage_chain()
+    blocks = (point.block_m, point.block_n) if point.triton else ()
+    options = {"sp_dtype": point.sp_dtype} if point.sp_dtype else {}
+    return chain(q, k, v, point.causal, *blocks, **options)[0]
 
 
 def timed_stages(point: Point, q, k, v, device: str) -> dict:

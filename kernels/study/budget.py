@@ -61,7 +61,8 @@ from kernels.study.stage_cost import stage_names
 INTERPRETER_MS: dict[str, tuple[float, float]] = {
     "scores_kernel": (7.5, 0.0),
     "softmax_kernel": (6.6, 2.9),
-    "pv_kernel": (5.7, 2.9),
+    "pv_kernel": (5.7, 2.9),  # triton_naive's; triton_s_only's pv kernel measured (8.8, 2.5)
+    "stats_kernel": (5.8, 2.2),  # triton_s_only's: least squares over T = 256, 512, 1,024
     "attention_fwd_kernel": (11.6, 5.7),  # with carried row statistics (triton_flash)
     "attention_fwd_kernel_tile": (9.0, 6.9),  # without (triton_tile_softmax)
 }

@@ -164,8 +164,7 @@ def transfers(point: Point) -> list[Transfer]:
     issued = as_issued(point)
     rows = list(compulsory) + [key for key in (issued or {}) if key not in compulsory]
     return [
-        Transfer(*key, compulsory.get(key, 0), None if issued is None else issued.get(key, 0))
-        for key in rows
+        Transfer(*key, compulsory.get(key, 0), None if issued is None else issued.get(key, 0)) for key in rows
     ]
 
 

@@ -6,7 +6,10 @@ torch_naive runs the seed's five stages as separate operations on whole T×T ten
 (Q·Kᵀ into S), scale (S *= 1/√d in place), mask (S's future entries set to −∞ in place, when
 causal), softmax (S into P, in float32; for a 2-byte dtype into a float32 matrix first, then
 cast into P) and pv (P·V into O). triton_naive runs three kernels: scores (with the scale and
-the mask inside), softmax and pv (kernels.impl.triton.naive).
+the mask inside), softmax and pv (kernels.impl.triton.naive); triton_s_only three too: scores,
+stats (each row's max and sum, from S) and pv (S streamed again into P·V). A Triton
+implementation whose registration gives a stage chain has one stage per kernel of its traffic
+model, costed from the model's bytes.
 
 Bytes are split into the hand-off (S, P and softmax's float32 matrix: the T×T tensors one
 stage writes and the next reads back, which a cache may serve while they fit) and the rest
@@ -20,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels.study.cost import flops, next_power_of_2, transfers
+from kernels import catalog
+from kernels.study.cost import flops, transfers
 from kernels.study.point import Point
+from kernels.study.predict import PRODUCTS
 
 TORCH_STAGES = ("scores", "scale", "mask", "softmax", "pv")
-TRITON_STAGES = ("scores", "softmax", "pv")
 # What each stage does, for tables and pages
 DOES: dict[tuple[str, str], str] = {
     ("torch_naive", "scores"): "S = Q·Kᵀ",
@@ -35,8 +39,11 @@ DOES: dict[tuple[str, str], str] = {
     ("triton_naive", "scores"): "S = Q·Kᵀ/√d, future tiles −∞ (one kernel)",
     ("triton_naive", "softmax"): "P = softmax(S) by rows (one kernel)",
     ("triton_naive", "pv"): "O = P·V (one kernel)",
+    ("triton_s_only", "scores"): "S = Q·Kᵀ/√d, future tiles −∞ (one kernel)",
+    ("triton_s_only", "stats"): "each row's max and sum of exp, from S (one kernel)",
+    ("triton_s_only", "pv"): "O = softmax(S)·V, S read again, P in registers (one kernel)",
 }
-STAGED = ("torch_naive", "triton_naive")
+HANDOFF_TENSORS = ("S", "P")
 IN_PLACE = ("scale", "mask")  # torch_naive's stages that update S where it lies
 FLOAT32_BYTES = 4
 MASK_BYTES = 1  # torch.bool
@@ -59,12 +66,18 @@ class StageCost:
 
 
 def stage_names(point: Point) -> tuple[str, ...]:
-    """The stages of a point in the order they run; () for a path that is not staged."""
+    """The stages of a point in the order they run; () for a path that is not staged (its
+    registration gives no stage chain)."""
+    if catalog.get(point.impl).stages is None:
+        return ()
     if point.impl == "torch_naive":
         return tuple(s for s in TORCH_STAGES if s != "mask" or point.causal)
-    if point.impl == "triton_naive":
-        return TRITON_STAGES
-    return ()
+    return tuple(dict.fromkeys(t.kernel for t in transfers(point)))
+
+
+def staged() -> tuple[str, ...]:
+    """The implementations that can be timed stage by stage."""
+    return tuple(name for name, entry in catalog.registered().items() if entry.stages is not None)
 
 
 def _torch_stages(point: Point) -> list[StageCost]:
@@ -85,28 +98,32 @@ def _torch_stages(point: Point) -> list[StageCost]:
     ]
 
 
-def _triton_stages(point: Point) -> list[StageCost]:
+def _kernel_stages(point: Point) -> list[StageCost]:
+    """One stage per kernel of the traffic model (as issued where the model gives it): the
+    hand-off is its S and P bytes, its footprint the distinct T×T tensors it touches, its
+    products as kernels.study.predict assigns them, and an exponential for every element of
+    S it loads (S is loaded only to turn scores into probabilities)."""
     moves = transfers(point)
+    stages = stage_names(point)
     per_product = flops(point) // 2
-    passes = 1 if min(next_power_of_2(point.tokens), point.max_row_block) >= point.tokens else 2
-    exps = {"scores": 0, "softmax": passes * point.groups * point.tokens**2, "pv": 0}
-    work = {"scores": per_product, "softmax": 0, "pv": per_product}
+    unnamed = [s for s in stages if s not in PRODUCTS]
     matrix = point.groups * point.tokens**2 * point.e_sp
-    footprint = {"scores": matrix, "softmax": 2 * matrix, "pv": matrix}
     found = []
-    for stage in TRITON_STAGES:
+    for stage in stages:
         mine = [t for t in moves if t.kernel == stage]
-        handoff = sum(t.as_issued for t in mine if t.tensor in ("S", "P"))
-        other = sum(t.as_issued for t in mine if t.tensor not in ("S", "P"))
+        moved = {id(t): t.compulsory if t.as_issued is None else t.as_issued for t in mine}
+        handoff = sum(moved[id(t)] for t in mine if t.tensor in HANDOFF_TENSORS)
+        loaded_s = sum(moved[id(t)] for t in mine if t.tensor == "S" and t.op == "load")
+        work = per_product * PRODUCTS[stage] if stage in PRODUCTS else 2 * per_product // len(unnamed)
         found.append(
             StageCost(
                 stage,
-                DOES[("triton_naive", stage)],
+                DOES.get((point.impl, stage), f"{stage} (one kernel)"),
                 handoff,
-                other,
-                footprint[stage],
-                work[stage],
-                exps[stage],
+                sum(moved[id(t)] for t in mine) - handoff,
+                matrix * len({t.tensor for t in mine if t.tensor in HANDOFF_TENSORS}),
+                work,
+                loaded_s // point.e_sp,
             )
         )
     return found
@@ -114,8 +131,8 @@ def _triton_stages(point: Point) -> list[StageCost]:
 
 def stage_costs(point: Point) -> list[StageCost]:
     """Each stage of the point in the order it runs (empty for a path that is not staged)."""
+    if not stage_names(point):
+        return []
     if point.impl == "torch_naive":
         return _torch_stages(point)
-    if point.impl == "triton_naive":
-        return _triton_stages(point)
-    return []
+    return _kernel_stages(point)

@@ -259,6 +259,12 @@ def sp_tensors(q, sp_dtype=None):
     return s, torch.empty_like(s)
 
 
+def planned_launches(q, k, v, *, causal, block_m, block_n, sp_dtype=None, max_row_block=MAX_ROW_BLOCK):
+    """One call's launches on tensors allocated like the call's (meta tensors: the build)."""
+    s, p = sp_tensors(q, sp_dtype)
+    return naive_launches(q, k, v, s, p, torch.empty_like(q), causal, block_m, block_n, max_row_block)
+
+
 TRITON_NAIVE_STAGES = ("scores", "softmax", "pv")  # one kernel each, in launch order
 
 

@@ -268,6 +268,11 @@ def s_only_tensors(q):
     return s, m, torch.empty_like(m)
 
 
+def planned_launches(q, k, v, *, causal, block_m, block_n):
+    """One call's launches on tensors allocated like the call's (meta tensors: the build)."""
+    return s_only_launches(q, k, v, *s_only_tensors(q), torch.empty_like(q), causal, block_m, block_n)
+
+
 def triton_s_only_stages(q, k, v, causal: bool, block_m: int, block_n: int):
     """The three launches as stages (name, callable) on S, M, L and O allocated here once,
     in launch order; returns the stages and O."""
