@@ -38,6 +38,7 @@ from kernels.spec import ELEMENT_BYTES
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
+MODE_VARIABLES = ("ATTNIO_INTERPRET", "TRITON_INTERPRET")  # kernels.impl.mode's switches
 BUILTIN_PACKAGE = "kernels.builtin"
 OURS = "attnio"
 # What an implementation keeps in memory between its steps: S and P (materialized), S only
@@ -270,7 +271,8 @@ def configured_plugins() -> list[str]:
 
 def use_plugins(modules: Iterable[str]) -> list[Problem]:
     """Load these plugin modules now and name them in ``ATTNIO_PLUGINS``, so that the
-    processes started from here (the workflow's jobs) load the same. Returns every problem."""
+    processes started from here (the workflow's jobs) load the same. Returns every problem.
+    The Triton mode fixed here to import them is not handed on: each job fixes its own."""
     modules = list(modules)
     for module in modules:
         if not isinstance(module, str) or not MODULE.fullmatch(module):
@@ -278,7 +280,15 @@ def use_plugins(modules: Iterable[str]) -> list[Problem]:
     named = list(dict.fromkeys(configured_plugins() + modules))
     if named:
         os.environ[PLUGINS_VARIABLE] = ",".join(named)
-    load()
+    switches = {name: os.environ.get(name) for name in MODE_VARIABLES}
+    try:
+        load()
+    finally:
+        for name, value in switches.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return problems()
 
 
@@ -289,9 +299,9 @@ def load() -> None:
     """Ours, then entry points, then ``ATTNIO_PLUGINS``; each module once (the variable is
     read again on every lookup, a cheap check)."""
     global _found_entry_points
+    _builtins()
     if not _found_entry_points:
         _found_entry_points = True
-        _builtins()
         for point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
             _import(point.value.partition(":")[0].strip(), f"{point.value} (entry point {point.name})")
     for module in configured_plugins():
@@ -318,7 +328,11 @@ def problems() -> list[Problem]:
 
 def get(name: str) -> Implementation:
     """The implementation ``name``; an unknown name is an error listing the allowed ones and
-    any plugin that failed to load."""
+    any plugin that failed to load. One of ours is found without importing any plugin (whose
+    Triton kernels would fix the mode before a command chose it)."""
+    _builtins()
+    if name in _registered:
+        return _registered[name]
     known = registered()
     if name in known:
         return known[name]

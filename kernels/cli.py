@@ -38,6 +38,7 @@ from kernels.study.point import (
     add_cli_arguments,
     batch_int,
     heads_int,
+    impl_name,
     launch_pair,
     positive_int,
     seed_int,
@@ -238,8 +239,12 @@ def defaults_summary(commands: dict[str, argparse.ArgumentParser]) -> str:
 
 
 def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
-    names = catalog.names()  # ours and every plugin's (entry points, ATTNIO_PLUGINS)
-    cmd.add_argument("--impl", nargs="+", choices=names, default=list(names))
+    cmd.add_argument(
+        "--impl",
+        nargs="+",
+        type=impl_name,
+        help="registered implementations (default: every one, ours and plugins')",
+    )
     cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
     cmd.add_argument("--dtype", nargs="+", choices=DTYPES, default=list(DTYPES))
     cmd.add_argument("--causal", choices=("both", "true", "false"), default="both")
@@ -403,7 +408,6 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     from kernels.study.gpus import GPUS
-    from kernels.study.stage_cost import staged
 
     cmd.add_argument("--batch", type=batch_int, default=1, help="B")
     cmd.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
@@ -425,8 +429,9 @@ def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--impl",
-        choices=staged(),
-        help="with --stages: the materialized path whose stages are predicted (default: triton_naive)",
+        type=impl_name,
+        help="with --stages: the staged path whose stages are predicted (default: triton_naive; "
+        "torch_naive, triton_s_only or a plugin with a stage chain)",
     )
     cmd.add_argument(
         "--ceilings",
@@ -474,9 +479,9 @@ def usable_threads(asked: int | None) -> int | None:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    point = point_from(args)
     device = resolve_device(args.device)  # cuda without a GPU: a skipped record says so
-    select_mode(device)
+    select_mode(device)  # before the point's implementation (a plugin's kernels) is imported
+    point = point_from(args)
     from kernels.io.records import write_record
     from kernels.measure.deadline import deadline
     from kernels.measure.run import base_record, measure, now
@@ -640,6 +645,8 @@ def run_validate(args: argparse.Namespace) -> int:
     from kernels.impl import mode
     from kernels.measure import validate
 
+    args.impl = registered_impls(args.impl)
+
     if args.tokens:
         shapes = tuple(
             validate.Shape(args.batch, args.heads, t, d, inputs=args.inputs)
@@ -685,6 +692,14 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0 if args.exit_zero or all(r.as_expected for r in results) else 1
 
 
+def registered_impls(asked: list[str] | None) -> list[str]:
+    """--impl's names, each registered (default: every one); read once the mode is fixed."""
+    try:
+        return [catalog.get(name).name for name in asked] if asked else list(catalog.names())
+    except ValueError as err:
+        raise SystemExit(f"--impl: {err}") from None
+
+
 def validate_unavailable(args: argparse.Namespace, reason: str, shapes, causals) -> int:
     """cuda asked for without a GPU: every case is written with verdict unavailable and the
     reason, so that the points of the study are recorded as skipped, naming it."""
@@ -719,7 +734,7 @@ def refuse_validation_too_large(args: argparse.Namespace, shapes, device: str) -
     from kernels.measure.memory import available_bytes
     from kernels.study.cost import predicted_bytes
 
-    triton = [name for name in args.impl if name.startswith("triton_")]
+    triton = [name for name in args.impl if catalog.get(name).triton]
     have = available_bytes(device)
     for shape in shapes:
         flags = (
@@ -798,10 +813,13 @@ def run_tile_errors(args: argparse.Namespace) -> int:
 def run_predict(args: argparse.Namespace) -> int:
     from kernels.study import hierarchy, predict, stage_predictions
     from kernels.study.gpus import GPUS
+    from kernels.study.stage_cost import staged
 
     if not args.stages and (args.impl or args.ceilings):
         raise SystemExit("predict: --impl and --ceilings go with --stages")
     impl = args.impl or "triton_naive"
+    if impl not in staged():
+        raise SystemExit(f"predict: --impl {impl}: not staged; staged implementations: {', '.join(staged())}")
     blocks = (args.block_m, args.block_n) if catalog.get(impl).triton else (None, None)
     points = []
     for tokens in args.tokens:

@@ -259,6 +259,14 @@ class Point:
         )
 
 
+def impl_name(text: str) -> str:
+    """An implementation's name as a flag takes it; whether it is registered is checked once
+    the command has fixed the Triton mode (a plugin's kernels are imported then)."""
+    if not catalog.NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an implementation name (e.g. triton_flash)")
+    return text
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -308,7 +316,9 @@ def launch_pair(text: str) -> tuple[int, int]:
 
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that describe one point (``Point.cli_args`` writes them)."""
-    parser.add_argument("--impl", required=True, choices=catalog.names())
+    parser.add_argument(
+        "--impl", required=True, type=impl_name, help="a registered implementation, ours or a plugin's"
+    )
     parser.add_argument("--batch", type=batch_int, default=1, help="B")
     parser.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
     parser.add_argument("--tokens", type=tokens_int, required=True, help=f"T (at most {MAX_TOKENS:,})")

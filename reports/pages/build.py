@@ -85,10 +85,8 @@ def shape_label(row) -> str:
     if pd.notna(row["row_block"]):
         return f"{row['dtype']}, rows of {int(row['row_block'])}{unaligned}"
     mask = "causal" if row["causal"] in (True, "True") else "full"
-    return (
-        f"{row['dtype']}, d={int(row['head_dim'])}, {int(row['block_m'])}×{int(row['block_n'])}, "
-        f"{mask}{unaligned}"
-    )
+    head = f"d={int(row['head_dim'])}, " if pd.notna(row["head_dim"]) else ""  # stats: no d
+    return f"{row['dtype']}, {head}{int(row['block_m'])}×{int(row['block_n'])}, {mask}{unaligned}"
 
 
 def figure_labels(targets: pd.Series, kernels: pd.Series, shapes: pd.Series, ids: pd.Series) -> pd.Series:
