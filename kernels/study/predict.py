@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from kernels import catalog
+from kernels.spec import DEFAULT_BLOCK
 from kernels.study.cost import Transfer, cdiv, flops, matrix_bytes, transfers
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
@@ -35,7 +37,9 @@ HANDOFF_TENSORS = ("S", "P")
 # which overlap its products.
 # A kernel of a plugin's own model, named otherwise, takes an equal share of the two products.
 PRODUCTS = {"scores": 1, "softmax": 0, "stats": 0, "pv": 1, "attention_fwd": 2}
-PATHS = {"materialized": "triton_naive", "fused": "triton_flash"}
+# The paths a prediction compares: materialized, S stored but never P, fused; a plugin with a
+# traffic model swept in a study is predicted beside them under its own name.
+PATHS = {"materialized": "triton_naive", "s_only": "triton_s_only", "fused": "triton_flash"}
 
 
 def served(footprint: float, capacity: float, *, optimistic: bool) -> float:
@@ -147,10 +151,23 @@ def predict(point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None)
     }
 
 
-def path_points(point: Point) -> dict[str, Point]:
-    """The materialized and the fused Triton kernels for the point's shape, dtype, masking
-    and blocks: the two paths a prediction compares."""
-    return {path: replace(point, impl=impl) for path, impl in PATHS.items()}
+def path_points(point: Point, plugins: tuple[str, ...] = ()) -> dict[str, Point]:
+    """Our three Triton paths (materialized, S only, fused) for the point's shape, dtype,
+    masking and blocks, and each of ``plugins`` (implementations with a traffic model)."""
+    paths = PATHS | {name: name for name in plugins}
+    blocks = {"block_m": point.block_m or DEFAULT_BLOCK, "block_n": point.block_n or DEFAULT_BLOCK}
+    return {
+        path: replace(
+            point, impl=impl, **(blocks if catalog.get(impl).triton else {"block_m": None, "block_n": None})
+        )
+        for path, impl in paths.items()
+    }
+
+
+def predicted_plugins(points: list[Point]) -> tuple[str, ...]:
+    """The plugins among the points' implementations that give a traffic model."""
+    found = dict.fromkeys(p.impl for p in points)
+    return tuple(n for n in found if not catalog.get(n).ours and catalog.get(n).traffic_model is not None)
 
 
 def compare(point: Point, gpu: Gpu) -> dict:

@@ -55,8 +55,10 @@ def shape_label(point: Point) -> str:
 def launch_reasons(sweep: dict | list[dict], builds: list[dict]) -> dict[tuple[str, str, str], str]:
     """(shape, path, target) → why that path's kernels do not build there."""
     reasons: dict[tuple[str, str, str], str] = {}
-    for p in sweep_points(sweep):
-        for path, point in predict.path_points(p).items():
+    points = sweep_points(sweep)
+    plugins = predict.predicted_plugins(points)
+    for p in points:
+        for path, point in predict.path_points(p, plugins).items():
             mine = [result for result in builds if point.name in result["points"]]
             for target in {t for result in mine for t in result["targets"]}:
                 key = (shape_label(replace(point, impl="triton_naive")), path, target)
@@ -68,6 +70,7 @@ def launch_reasons(sweep: dict | list[dict], builds: list[dict]) -> dict[tuple[s
 
 def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable[Gpu]) -> tuple[list, list]:
     reasons = launch_reasons(sweep, builds)
+    plugins = predict.predicted_plugins(sweep_points(sweep))
     swept = {}
     for p in sweep_points(sweep):
         swept.setdefault(shape_label(replace(p, impl="triton_naive", inputs="normal")), set()).add(p.tokens)
@@ -77,7 +80,7 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
         for tokens in sorted(set(GRID_TOKENS) | swept.get(label, set())):
             sized = replace(shape, tokens=tokens)
             for gpu in gpus:
-                for path, point in predict.path_points(sized).items():
+                for path, point in predict.path_points(sized, plugins).items():
                     base = {
                         "shape": label,
                         "gpu": gpu.name,

@@ -29,8 +29,20 @@ __all__ = [
     "every_launch_fits",
 ]
 
-PATH_COLOURS = {"materialized": "tab:red", "fused": "tab:blue"}
-MEASURED_IMPLS = ["triton_naive", "triton_flash"]  # the paths the predictions are for
+PATH_COLOURS = {"materialized": "tab:red", "s_only": "tab:purple", "fused": "tab:blue"}
+PLUGIN_COLOURS = ("tab:green", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+# our paths' implementations (kernels.study.predict.PATHS; reports may not import it)
+MEASURED_IMPLS = ["triton_naive", "triton_s_only", "triton_flash"]
+
+
+def path_colour(path: str, predictions: pd.DataFrame) -> str:
+    """Ours in fixed colours; a plugin's path (named by its implementation) in the next free one."""
+    if path in PATH_COLOURS:
+        return PATH_COLOURS[path]
+    plugins = sorted(set(predictions["path"]) - set(PATH_COLOURS))
+    return PLUGIN_COLOURS[plugins.index(path) % len(PLUGIN_COLOURS)]
+
+
 # what each section shows, for the sentence it shows instead when the study has nothing for it
 empty = sections(
     {
@@ -98,7 +110,7 @@ def time_figure(predictions: pd.DataFrame, shape: str, measured_points: pd.DataF
     for ax, name in zip(axes[0], names, strict=True):
         for path, group in data[data["gpu"] == name].groupby("path", sort=False):
             group = group.sort_values("tokens")
-            colour = PATH_COLOURS[path]
+            colour = path_colour(path, predictions)
             ax.fill_between(
                 group["tokens"],
                 group["time_low_s"] * 1e6,
@@ -117,7 +129,7 @@ def time_figure(predictions: pd.DataFrame, shape: str, measured_points: pd.DataF
                     group["tokens"],
                     group["time_ms"] * 1e3,
                     marker="x",
-                    color=PATH_COLOURS[path],
+                    color=path_colour(path, predictions),
                     s=50,
                     zorder=3,
                     label=f"{path}: measured",
@@ -208,7 +220,7 @@ def roofline_figure(kernels: pd.DataFrame, gpus: pd.DataFrame, shape: str, token
         mine = mine.assign(intensity=mine["flops"] / mine["bytes_high"].where(mine["bytes_high"] > 0))
         for (path, x), group in mine.fillna({"intensity": 1e4}).groupby(["path", "intensity"]):
             y = min(peak, bandwidth * x) / 1e12
-            ax.scatter([x], [y], color=PATH_COLOURS[path], zorder=3)
+            ax.scatter([x], [y], color=path_colour(path, data), zorder=3)
             label = f"{', '.join(group['kernel'])} ({x:,.0f})"
             ax.annotate(label, (x, y), fontsize=8, xytext=(4, -12), textcoords="offset points")
         ax.set(xscale="log", yscale="log", xlabel="FLOPs per DRAM byte (high end)", title=gpu.gpu)
@@ -241,7 +253,8 @@ def speedup_table(predictions: pd.DataFrame, shape: str) -> pd.DataFrame:
         ]
 
     out = pd.DataFrame(index=wide.index)
-    for path in ("materialized", "fused"):
+    paths = list(dict.fromkeys(data["path"]))
+    for path in paths:
         out[f"{path} DRAM, MiB"] = band(wide[("dram_low_bytes", path)], wide[("dram_high_bytes", path)], MIB)
         out[f"{path} µs"] = band(wide[("time_low_s", path)], wide[("time_high_s", path)], 1e-6)
     out["fused ×"] = band(
@@ -259,7 +272,7 @@ def measured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> pd.
     gpu = next((g for g in predictions["gpu"].unique() if g in env["gpu_name"]), None)
     runs = metrics[
         (metrics["status"] == "ok")
-        & metrics["impl"].isin(["triton_naive", "triton_flash"])
+        & metrics["impl"].isin(MEASURED_IMPLS + sorted(set(predictions["path"]) - set(PATH_COLOURS)))
         & metrics["time_ms"].notna()
         & (metrics["inputs"] == "normal")
     ]

@@ -47,7 +47,14 @@ STAGE_ORDER = ["Q load", "K load", "V load", "S store", "S load", "P store", "P 
 CASE = ["batch", "heads", "head_dim", "dtype", "causal", "block_m", "block_n"]
 
 
-PATH_STYLE = {"materialized": ("tab:red", "triton_naive"), "fused": ("tab:blue", "triton_flash")}
+PATH_STYLE = {
+    "materialized": ("tab:red", "triton_naive"),
+    "s_only": ("tab:purple", "triton_s_only"),
+    "fused": ("tab:blue", "triton_flash"),
+}
+# T×T passes a path's compulsory traffic makes: S and P each stored and loaded once; S stored
+# once and loaded twice (statistics, then P·V); none
+HANDOFF_PASSES = {"materialized": 4, "s_only": 3, "fused": 0}
 # what each section shows, for the sentence it shows instead when the study has nothing for it
 empty = sections(
     {
@@ -69,11 +76,12 @@ def why_no_triton(metrics: pd.DataFrame) -> str | None:
 
 
 def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
-    """The model's bytes of both paths over T for the headline shape (one GPU's rows: the
+    """The model's bytes of our three paths over T for the headline shape (one GPU's rows: the
     model's bytes do not depend on the GPU), as issued and compulsory (each of Q, K, V and O
-    once, and S and P stored and loaded once where a path stores them)."""
+    once, and S and P stored and loaded once where a path stores both, S stored once and
+    loaded twice where it stores S only)."""
     shape = headline_shape(predictions)
-    rows = predictions[(predictions["shape"] == shape)]
+    rows = predictions[(predictions["shape"] == shape) & predictions["path"].isin(list(PATH_STYLE))]
     rows = rows[rows["gpu"] == rows["gpu"].iloc[0]].sort_values("tokens")
     first = rows.iloc[0]
     qkvo = (
@@ -84,7 +92,7 @@ def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
         * first["head_dim"]
         * ELEMENT_BYTES[first["dtype"]]
     )
-    handoff = 4 * rows["bytes_S"].where(rows["path"] == "materialized", 0)
+    handoff = rows["path"].map(HANDOFF_PASSES) * rows["bytes_S"]
     return rows.assign(compulsory_bytes=qkvo + handoff), first
 
 
@@ -95,6 +103,8 @@ def headline_figure(predictions: pd.DataFrame, metrics: pd.DataFrame):
     fig, ax = plt.subplots()
     for path, (colour, impl) in PATH_STYLE.items():
         line = rows[rows["path"] == path]
+        if line.empty:
+            continue
         ax.plot(
             line["tokens"],
             line["issued_bytes"] / MIB,
@@ -162,6 +172,13 @@ def headline_text(predictions: pd.DataFrame) -> str:
             f"MiB compulsory): {number(issued['materialized'] / issued['fused'])}× as issued, "
             f"{number(compulsory['materialized'] / compulsory['fused'])}× compulsory."
         )
+        if "s_only" in at.index:
+            lines.append(
+                f"  Between them, storing S but never P issues {number(issued['s_only'])} MiB "
+                f"({number(compulsory['s_only'])} MiB compulsory): "
+                f"{number(issued['s_only'] / issued['materialized'] * 100)} % of the materialized "
+                f"path's bytes, {number(issued['s_only'] / issued['fused'])}× the fused one's."
+            )
     return "\n".join(lines)
 
 
