@@ -187,7 +187,11 @@ def _check(entry: Implementation) -> None:
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
-    if not entry.ours and entry.twin != entry.name and not _materialized(entry.twin):
+    for flag in ("triton", "takes_out", "default"):
+        if not isinstance(getattr(entry, flag), bool):
+            raise PluginError(f"{where}: {flag}={getattr(entry, flag)!r}; must be True or False")
+    own_twin = entry.twin == entry.name and entry.stores == "SP"
+    if not entry.ours and not own_twin and not _materialized(entry.twin):
         stored = [n for n, i in _registered.items() if i.materialized]
         raise PluginError(
             f"{where}: twin={entry.twin!r} is not a registered implementation that stores S and P; "
@@ -216,11 +220,13 @@ def _check_signature(where: str, entry: Implementation) -> None:
         signature = inspect.signature(entry.run)
     except (TypeError, ValueError):
         return  # a builtin or C extension: trusted, its first call tells
-    blocks = {"block_m": 64, "block_n": 64} if entry.triton else {}
+    given = ({"block_m": 64, "block_n": 64} if entry.triton else {}) | (
+        {"out": None} if entry.takes_out else {}
+    )
     try:
-        signature.bind(None, None, None, causal=False, **blocks)
+        signature.bind(None, None, None, causal=False, **given)
     except TypeError as err:
-        wanted = "(q, k, v, *, causal" + (", block_m, block_n)" if entry.triton else ")")
+        wanted = "(q, k, v, *, causal" + "".join(f", {name}" for name in given) + ")"
         raise PluginError(f"{where}: the callable must accept {wanted}; {err}") from None
 
 
