@@ -241,7 +241,7 @@ def _import(module: str, plugin: str) -> None:
     if not module.startswith(BUILTIN_PACKAGE):
         # a plugin's Triton kernels are decorated on import: attnio's mode must be fixed first
         importlib.import_module("kernels.impl.mode").interpret()
-    _loading.append(plugin)
+    _loading.append(module)  # its registrations' origin; ``plugin`` names it in a problem
     before = set(_registered)
     try:
         importlib.import_module(module)

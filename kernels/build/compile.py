@@ -189,6 +189,7 @@ def build(
     import triton
 
     require_compiled_mode()
+    artifacts.mkdir(parents=True, exist_ok=True)  # the rule's output, also when nothing compiles
     launches: dict[str, Launch] = {}
     naming_target = gpu_target(target_names[0] if target_names else "sm_90")  # ids: any target
 

@@ -101,10 +101,11 @@ def points(sweep: dict | list[dict], cache_bytes: int | None = None) -> list[Poi
 
 
 def build_jobs(points: list[Point]) -> dict[str, list[str]]:
-    """Build job name → names of the points it compiles for (Triton points only)."""
+    """Build job name → names of the points it compiles for (Triton points whose
+    registration plans their launches: a plugin's without a planner compile on first call)."""
     jobs: dict[str, list[str]] = {}
     for point in points:
-        if point.triton:
+        if point.triton and catalog.get(point.impl).launches is not None:
             jobs.setdefault(point.build_name, []).append(point.name)
     return jobs
 
