@@ -56,7 +56,7 @@ def test_table_has_exactly_the_points_asked_for(study):
         else:
             assert row.time_ms > 0
     stages = pd.read_csv(study / "results" / "stages.csv")
-    assert set(stages["kernel"]) == {"scores", "softmax", "pv", "attention_fwd"}
+    assert set(stages["kernel"]) == {"scores", "softmax", "stats", "pv", "attention_fwd"}
     assert (study / "results" / "metrics.parquet").stat().st_size > 0
     provenance = json.loads((study / "results" / "env.json").read_text())
     assert provenance["device"] == "cpu" and provenance["config_hash"]
