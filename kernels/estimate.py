@@ -390,7 +390,7 @@ def interpreter_of(found: dict) -> budget.Interpreter:
         kernel, programs, iterations = budget.interpreted_launch(
             launch["kernel"], tuple(launch["grid"]), launch["constants"], found["tokens"]
         )
-        per_program, per_iteration = budget.INTERPRETER_MS[kernel]
+        per_program, per_iteration = budget.interpreter_ms(kernel)
         speed[kernel] = launch["seconds"] / ((programs * per_program + iterations * per_iteration) / 1e3)
     fwd = next(
         launch["seconds"] for launch in found["launches"] if launch["kernel"] == "attention_fwd_kernel"

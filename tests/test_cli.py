@@ -80,13 +80,21 @@ def test_unexpected_verdict_is_flagged():
         (["--tokens", "0"], "argument --tokens: 0 must be at least 1"),
         (["--block-m", "24"], "argument --block-m: invalid choice: 24"),
         (["--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
-        (["--impl", "flash3"], "argument --impl: invalid choice: 'flash3'"),
+        (["--impl", "Flash-3"], "argument --impl: 'Flash-3' is not an implementation name"),
     ],
 )
 def test_bad_arguments_are_named(args, message):
     res = run("validate", "--device", "cpu", *args)
     assert res.returncode == 2
     assert message in res.stderr
+
+
+def test_an_unregistered_implementation_is_named_with_the_registered_ones():
+    """A well-formed name is checked against the registry once the mode is fixed."""
+    res = run("validate", "--device", "cpu", "--impl", "flash3")
+    assert res.returncode != 0
+    assert "--impl: impl='flash3': allowed values are reference," in res.stderr
+    assert "triton_s_only" in res.stderr
 
 
 def test_compiled_mode_refuses_cpu_tensors():

@@ -7,13 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from workflow_run import ROOT, checkout_copy, snakemake
+from workflow_run import ROOT, checkout_copy, fresh_venv, snakemake
 
 EXAMPLE = ROOT / "examples" / "attnio-chunked"
 CHUNK = 128
@@ -23,15 +22,7 @@ TOKENS = [64, 1000]
 def fresh_environment(where: Path) -> Path:
     """A new virtual environment that sees attnio's (this one's packages, through a .pth
     file) with the example installed into it, as a user would: pip, no index."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
-    python = where / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(site, "attnio-parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = fresh_venv(where, own_pip=False)
     source = shutil.copytree(
         EXAMPLE, where.parent / "attnio-chunked", ignore=shutil.ignore_patterns("build", "*.egg-info")
     )

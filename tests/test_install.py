@@ -4,11 +4,9 @@ measure a point and write a schema-valid record: the package carries everything 
 import json
 import shutil
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
-from workflow_run import ROOT
+from workflow_run import ROOT, fresh_venv
 
 SOURCE_PARTS = ("kernels", "reports", "pyproject.toml", "README.md", "LICENSE")
 
@@ -23,21 +21,6 @@ def copy_source(to: Path) -> Path:
         else:
             shutil.copy2(src, to / part)
     return to
-
-
-def fresh_venv(path: Path) -> Path:
-    """A new virtual environment that sees this one's dependencies (torch is gigabytes) but
-    not its editable attnio: a .pth line adds site-packages without running its .pth files."""
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
-    python = path / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(site, "attnio-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python
 
 
 def test_plain_install_measures_a_point(tmp_path):

@@ -132,7 +132,7 @@ def test_ci_study_flags_the_overflow_in_records_and_reports(study):
 
 def test_validation_verdicts_are_recorded(study):
     files = sorted((study / "results" / "validate").glob("*.json"))
-    assert len(files) == 9  # 5 implementations in float16, 4 torch paths in float32
+    assert len(files) == 10  # 6 implementations in float16, 4 torch paths in float32
     tile_file = study / "results" / "validate" / "triton_tile_softmax_float16_bm16-bn32.json"
     tile = json.loads(tile_file.read_text())
     assert {r["verdict"] for r in tile} == {"pass", "fail"} and all(r["as_expected"] for r in tile)
@@ -170,7 +170,7 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
     dry = snakemake(study, "-n", "--cores", "2", "--configfile", DEFAULT, str(changed))
     assert dry.returncode == 0, dry.stderr[-2000:]
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
-    assert stats["measure"] == "10"  # 5 impls × causal and not, at the new T only
+    assert stats["measure"] == "12"  # 6 impls × causal and not, at the new T only
     assert "validate" not in stats  # env reruns: it records the config hash
 
 
@@ -463,7 +463,7 @@ def test_the_ci_estimate_holds_against_the_ci_study(study):
         (study / "snakemake-output.txt").read_text()
     ), said
     assert took / 1.5 <= found["total_s"] <= 1.5 * took, said
-    assert found["points"] == 27 and found["device"] == "cpu"
+    assert found["points"] == 31 and found["device"] == "cpu"
 
 
 # --- leaves (on copies of the shared ci study, here so that it runs once) ---

@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,3 +76,20 @@ def start(workdir: Path, *args: str) -> subprocess.Popen:
         # (which makes a shell ignore SIGINT for it and its children)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def fresh_venv(path: Path, own_pip: bool = True) -> Path:
+    """A new virtual environment that sees this one's dependencies (torch is gigabytes) but
+    not its editable attnio: a .pth line adds site-packages without running its .pth files.
+    ``own_pip=False``: no pip of its own, so this one's pip and setuptools build in it."""
+    flags = [] if own_pip else ["--without-pip"]
+    subprocess.run([sys.executable, "-m", "venv", *flags, str(path)], check=True, timeout=300)
+    python = path / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "attnio-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python

@@ -66,6 +66,16 @@ INTERPRETER_MS: dict[str, tuple[float, float]] = {
     "attention_fwd_kernel": (11.6, 5.7),  # with carried row statistics (triton_flash)
     "attention_fwd_kernel_tile": (9.0, 6.9),  # without (triton_tile_softmax)
 }
+# A kernel not measured here (a plugin's) is costed as the dearest measured one, per program
+# and per iteration: an estimate that errs long.
+UNMEASURED_KERNEL_MS = tuple(max(pair[i] for pair in INTERPRETER_MS.values()) for i in (0, 1))
+
+
+def interpreter_ms(kernel: str) -> tuple[float, float]:
+    """(per program, per loop iteration) interpreted milliseconds of a kernel key."""
+    return INTERPRETER_MS.get(kernel, UNMEASURED_KERNEL_MS)
+
+
 # Implementations a CPU does not have (their points are skipped records, their validations
 # "unavailable"): PyTorch's efficient and cuDNN attention backends.
 CPU_UNAVAILABLE = ("sdpa_efficient", "sdpa_cudnn")
@@ -111,7 +121,7 @@ class Interpreter:
         """Interpreted seconds of {kernel: (programs, loop iterations)}."""
         total = 0.0
         for kernel, (programs, iterations) in work.items():
-            per_program, per_iteration = INTERPRETER_MS[kernel]
+            per_program, per_iteration = interpreter_ms(kernel)
             total += self.speed.get(kernel, 1.0) * (programs * per_program + iterations * per_iteration) / 1e3
         return total
 
@@ -226,8 +236,10 @@ def interpreted_launch(
     if kernel == "softmax_kernel":
         passes = 0 if constants["SINGLE_PASS"] else 2 * cost.cdiv(tokens, constants["ROW_BLOCK"])
         return kernel, programs, programs * passes
+    if not {"BLOCK_M", "BLOCK_N"} <= constants.keys():  # a plugin's kernel: its loop unknown
+        return kernel, programs, programs
     bm, bn = constants["BLOCK_M"], constants["BLOCK_N"]
-    spans = (min(tokens, (m + 1) * bm) if constants["CAUSAL"] else tokens for m in range(grid[0]))
+    spans = (min(tokens, (m + 1) * bm) if constants.get("CAUSAL") else tokens for m in range(grid[0]))
     per_row_block = sum(cost.cdiv(hi, bn) for hi in spans)
     return kernel, programs, per_row_block * math.prod(grid[1:])
 

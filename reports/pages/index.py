@@ -234,11 +234,19 @@ def finding_traffic(metrics: pd.DataFrame) -> str | None:
     if pair is None:
         return None
     naive, fused = pair
-    return (
+    found = (
         f"At T = {naive['tokens']:,} (d={naive['head_dim']}, {naive['dtype']}), the materialized "
         f"kernels load and store {number(naive['traffic_model_bytes'] / MIB)} MiB, the fused kernel "
         f"{number(fused['traffic_model_bytes'] / MIB)} MiB: "
         f"{number(naive['traffic_model_bytes'] / fused['traffic_model_bytes'])}× as much."
+    )
+    between = _pair(metrics, "triton_naive", "triton_s_only", "traffic_model_bytes")
+    if between is None or between[0]["tokens"] != naive["tokens"] or between[0]["causal"] != naive["causal"]:
+        return found
+    s_only = between[1]["traffic_model_bytes"]
+    return (
+        f"{found} Storing S but never P moves {number(s_only / MIB)} MiB there, "
+        f"{number(s_only / naive['traffic_model_bytes'] * 100)} % of the materialized kernels' bytes."
     )
 
 

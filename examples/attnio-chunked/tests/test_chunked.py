@@ -165,7 +165,7 @@ def test_found_through_the_entry_point_once_installed(tmp_path):
     for name, rows in SHIPPED.items():
         assert name in got["names"]
         stored_rows, origin = got["found"][name]
-        assert stored_rows == rows and "entry point torch_chunked" in origin
+        assert stored_rows == rows and origin == "attnio_chunked"
     assert got["shape"] == [1, 2, 33, 16]
 
 
