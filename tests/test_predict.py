@@ -12,7 +12,7 @@ from workflow_run import env
 from kernels.study.cost import transfers
 from kernels.study.gpus import GPUS
 from kernels.study.point import Point
-from kernels.study.predict import compare, predict
+from kernels.study.predict import compare, dram_bytes, predict
 
 MIB = 1 << 20
 H200 = GPUS["H200"]
@@ -229,3 +229,16 @@ def test_measured_gpu_times_are_held_against_their_predictions():
         0.0694e-3 / (4 * 8192**2 * 128 / 989.5e12)
     )
     assert found.loc["triton_naive", "dram_band_MiB"] == "280.0–520.0"
+
+
+@pytest.mark.parametrize("impl", ["triton_naive", "triton_s_only", "triton_flash"])
+def test_causal_skipped_tiles_never_make_dram_bytes_negative(impl):
+    """A causal kernel loads fewer hand-off bytes than the compulsory ones (future tiles are
+    never read): served from L2 or not, a transfer's DRAM bytes stay between 0 and issued."""
+    for tokens in (256, 4096, 16384):
+        point = Point(impl, 1, 1, tokens, 64, "float16", True, 64, 64)
+        for gpu in GPUS.values():
+            for transfer in transfers(point):
+                for optimistic in (True, False):
+                    moved = dram_bytes(transfer, point, gpu, optimistic=optimistic)
+                    assert 0 <= moved <= max(transfer.as_issued, transfer.compulsory), (tokens, transfer)

@@ -161,3 +161,19 @@ def test_triton_naive_stages_are_its_three_kernels(causal):
     for _, run in stages:
         run()
     assert torch.equal(out, triton_naive(q, k, v, causal, 16, 32))
+
+
+def test_s_only_stage_costs_by_hand():
+    """triton_s_only's stages are its three kernels, costed from its as-issued model: S written
+    once and read twice (the hand-off), an exponential for each score read, and no P."""
+    T, d, G = 300, 64, 2
+    point = Point("triton_s_only", 1, G, T, d, "float16", False, 64, 64)
+    assert stage_names(point) == ("scores", "stats", "pv")
+    costs = {c.stage: c for c in stage_costs(point)}
+    matrix = G * T * T * 2
+    assert costs["scores"].handoff_bytes == matrix and costs["scores"].exps == 0
+    assert costs["stats"].handoff_bytes == costs["pv"].handoff_bytes == matrix  # full rows, no mask
+    assert costs["stats"].exps == costs["pv"].exps == G * T * T
+    assert costs["stats"].flops == 0 and costs["scores"].flops == costs["pv"].flops == flops(point) // 2
+    assert all(c.footprint_bytes == matrix for c in costs.values())  # S only, never P
+    assert costs["stats"].other_bytes == 2 * G * T * 4  # the rows' max and sum, stored

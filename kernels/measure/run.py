@@ -68,7 +68,7 @@ def check_output(point: Point, q, k, v, out: torch.Tensor) -> dict:
 
 def overflow_reason(point: Point, bad: int, total: int, product: float) -> str:
     text = f"{bad:,} of {total:,} outputs are not finite where the float64 definition is"
-    sp = (point.sp_dtype or point.dtype) if point.materialized else None
+    sp = catalog.stored_dtype(point.impl, point.dtype, point.sp_dtype) if point.stores != "none" else None
     if sp is None:
         return text
     largest = torch.finfo(DTYPES[sp]).max

@@ -66,11 +66,12 @@ def reread_footprint(point: Point, tensor: str, gpu: Gpu) -> int:
 
 def dram_bytes(transfer: Transfer, point: Point, gpu: Gpu, *, optimistic: bool) -> float:
     """One transfer's bytes that reach DRAM, at one end of the band."""
-    first = float(transfer.compulsory)
+    issued = float(transfer.compulsory if transfer.as_issued is None else transfer.as_issued)
+    first = min(float(transfer.compulsory), issued)  # fewer: tiles a causal kernel never loads
     if transfer.tensor in HANDOFF_TENSORS:
         first *= 1 - served(matrix_bytes(point), gpu.l2_bytes, optimistic=optimistic)
-    extra = 0.0 if transfer.as_issued is None else float(transfer.as_issued - transfer.compulsory)
-    if extra > 0:  # negative: tiles a causal kernel skips, never loaded at all
+    extra = max(0.0, issued - transfer.compulsory)
+    if extra > 0:
         footprint = reread_footprint(point, transfer.tensor, gpu)
         extra *= 1 - served(footprint, gpu.l2_bytes, optimistic=optimistic)
     return first + extra
