@@ -30,7 +30,7 @@ import os
 import pkgutil
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -40,7 +40,6 @@ ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
 MODE_VARIABLES = ("ATTNIO_INTERPRET", "TRITON_INTERPRET")  # kernels.impl.mode's switches
 BUILTIN_PACKAGE = "kernels.builtin"
-OURS = "attnio"
 # What an implementation keeps in memory between its steps: S and P (materialized), S only
 # (softmax statistics from S, then S streamed into P·V) or neither (fused).
 STORES: tuple[str, ...] = ("SP", "S", "none")
@@ -86,8 +85,7 @@ class Implementation:
     stages: Callable[..., tuple] | str | None = None
     takes_out: bool = False  # writes the result into ``out=`` itself
     default: bool = False  # in the default sweep
-    origin: str = OURS  # the module that registered it
-    doc: str = field(default="", compare=False)
+    origin: str = BUILTIN_PACKAGE  # the module that registered it
 
     @property
     def materialized(self) -> bool:
@@ -160,7 +158,6 @@ def implementation(
             takes_out=takes_out,
             default=default,
             origin=origin,
-            doc=(inspect.getdoc(fn) or "").split("\n\n")[0],
         )
         _check(entry)
         _registered[name] = entry
