@@ -242,3 +242,14 @@ def test_causal_skipped_tiles_never_make_dram_bytes_negative(impl):
                 for optimistic in (True, False):
                     moved = dram_bytes(transfer, point, gpu, optimistic=optimistic)
                     assert 0 <= moved <= max(transfer.as_issued, transfer.compulsory), (tokens, transfer)
+
+
+@pytest.mark.parametrize("impl", ["triton_naive", "triton_s_only", "triton_flash"])
+def test_a_prediction_carries_the_models_compulsory_and_issued_bytes(impl):
+    """What the traffic headline draws comes from the predictions as the cost model gives it."""
+    from kernels.study.cost import summarize
+
+    point = Point(impl, 2, 3, 1000, 64, "float16", True, 64, 64)
+    found, model = predict(point, GPUS["H200"]), summarize(point)
+    assert found["compulsory_bytes"] == model["traffic_compulsory_bytes"]
+    assert found["issued_bytes"] == model["traffic_model_bytes"]

@@ -40,7 +40,7 @@ def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
         options = {"block_m": point.block_m, "block_n": point.block_n}
     if launch:
         options |= {"num_warps": launch[0], "num_stages": launch[1]}
-    if point.impl == "triton_naive" and point.sp_dtype:
+    if point.sp_dtype:  # a point has one only where its implementation takes the option
         options["sp_dtype"] = point.sp_dtype
     return lambda: attention(q, k, v, impl=point.impl, causal=point.causal, **options)
 

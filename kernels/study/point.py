@@ -102,6 +102,9 @@ class Point:
         for name, most in (("tokens", MAX_TOKENS), ("heads", MAX_GRID_YZ), ("batch", MAX_BATCH)):
             if getattr(self, name) > most:
                 raise ValueError(f"{name}={getattr(self, name)}: at most {most:,}")
+        if self.sp_dtype is not None and "sp_dtype" not in catalog.get(self.impl).options:
+            takes = [n for n, i in catalog.registered().items() if "sp_dtype" in i.options]
+            raise ValueError(f"sp_dtype applies to impl {', '.join(takes)} only, not {self.impl}")
         if self.inputs not in INPUTS:
             raise ValueError(f"inputs={self.inputs!r}: allowed values are {', '.join(INPUTS)}")
         for name in ("block_m", "block_n"):
@@ -241,9 +244,6 @@ class Point:
                     f"--{flag.replace('_', '-')} applies to the Triton "
                     f"implementations only, not --impl {args.impl}"
                 )
-        if args.sp_dtype and "sp_dtype" not in catalog.get(args.impl).options:
-            takes = [n for n, i in catalog.registered().items() if "sp_dtype" in i.options]
-            raise ValueError(f"--sp-dtype applies to --impl {', '.join(takes)} only, not {args.impl}")
         return cls(
             args.impl,
             args.batch,

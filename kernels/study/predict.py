@@ -132,6 +132,7 @@ def predict(point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None)
     """One point on one GPU: the band of DRAM bytes, the time bounds and what bounds them
     (from ``found``, the point's kernels on that GPU, when the caller has them already)."""
     found = kernels(point, gpu) if found is None else found
+    moves = transfers(point)
     footprint = matrix_bytes(point)
     return {
         "gpu": gpu.name,
@@ -144,7 +145,8 @@ def predict(point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None)
         "handoff_in_l2_high": served(footprint, gpu.l2_bytes, optimistic=False) if footprint else None,
         "dram_low_bytes": sum(k.bytes_low for k in found),
         "dram_high_bytes": sum(k.bytes_high for k in found),
-        "issued_bytes": sum((t.as_issued or t.compulsory) for t in transfers(point)),
+        "issued_bytes": sum(t.compulsory if t.as_issued is None else t.as_issued for t in moves),
+        "compulsory_bytes": sum(t.compulsory for t in moves),
         "flops": flops(point),
         "time_low_s": sum(k.time_low_s for k in found),
         "time_high_s": sum(k.time_high_s for k in found),

@@ -127,9 +127,9 @@ INPUTS = {
         "the predictions per shape, T, GPU and path",
         "table",
         (*PREDICTED, "bytes_S", "dram_low_bytes", "dram_high_bytes", "issued_bytes", "time_low_s")
-        + ("time_high_s", "launch_reason"),
+        + ("compulsory_bytes", "time_high_s", "launch_reason"),
         ("batch", "heads", "tokens", "head_dim", "bytes_S", "dram_low_bytes", "dram_high_bytes")
-        + ("issued_bytes", "time_low_s", "time_high_s"),
+        + ("issued_bytes", "compulsory_bytes", "time_low_s", "time_high_s"),
     ),
     "kernels": Input(
         "the predictions per kernel",

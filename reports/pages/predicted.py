@@ -31,8 +31,11 @@ __all__ = [
 
 PATH_COLOURS = {"materialized": "tab:red", "s_only": "tab:purple", "fused": "tab:blue"}
 PLUGIN_COLOURS = ("tab:green", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
-# our paths' implementations (kernels.study.predict.PATHS; reports may not import it)
-MEASURED_IMPLS = ["triton_naive", "triton_s_only", "triton_flash"]
+
+
+def predicted_impls(predictions: pd.DataFrame) -> list[str]:
+    """The implementations the predictions are for, each path's, as the predict rule wrote them."""
+    return list(dict.fromkeys(predictions["impl"]))
 
 
 def path_colour(path: str, predictions: pd.DataFrame) -> str:
@@ -46,11 +49,10 @@ def path_colour(path: str, predictions: pd.DataFrame) -> str:
 # what each section shows, for the sentence it shows instead when the study has nothing for it
 empty = sections(
     {
-        "speedup": "both paths' predicted DRAM bytes and time floors at the sweep's T, and the "
+        "speedup": "each path's predicted DRAM bytes and time floors at the sweep's T, and the "
         "predicted gain from fusing",
-        "measured": "this run's GPU times of "
-        + " and ".join(MEASURED_IMPLS)
-        + " against the predictions for its GPU",
+        "measured": "this run's GPU times of the predicted implementations against the "
+        "predictions for its GPU",
     }
 )
 
@@ -272,7 +274,7 @@ def measured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> pd.
     gpu = next((g for g in predictions["gpu"].unique() if g in env["gpu_name"]), None)
     runs = metrics[
         (metrics["status"] == "ok")
-        & metrics["impl"].isin(MEASURED_IMPLS + sorted(set(predictions["path"]) - set(PATH_COLOURS)))
+        & metrics["impl"].isin(predicted_impls(predictions))
         & metrics["time_ms"].notna()
         & (metrics["inputs"] == "normal")
     ]
@@ -305,10 +307,11 @@ def why_unmeasured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) 
     predicted = names(predictions["gpu"])
     if not any(g in (env.get("gpu_name") or "") for g in predictions["gpu"].unique()):
         return f"no prediction is for this run's GPU ({env.get('gpu_name')}; predicted: {predicted})"
-    mine = metrics[metrics["impl"].isin(MEASURED_IMPLS)]
+    impls = predicted_impls(predictions)
+    mine = metrics[metrics["impl"].isin(impls)]
     untimed = why_untimed(mine, normal_only=True) if len(mine) else None
     if mine.empty or untimed:
-        return untimed or f"this study has no point of {' or '.join(MEASURED_IMPLS)}"
+        return untimed or f"this study has no point of {' or '.join(impls)}"
     return "no timed point of this run has the shape, dtype and blocks of a prediction"
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from kernels.spec import ELEMENT_BYTES
 from reports.pages.common import (
     MIB,
     describe_case,
@@ -52,9 +51,6 @@ PATH_STYLE = {
     "s_only": ("tab:purple", "triton_s_only"),
     "fused": ("tab:blue", "triton_flash"),
 }
-# T×T passes a path's compulsory traffic makes: S and P each stored and loaded once; S stored
-# once and loaded twice (statistics, then P·V); none
-HANDOFF_PASSES = {"materialized": 4, "s_only": 3, "fused": 0}
 # what each section shows, for the sentence it shows instead when the study has nothing for it
 empty = sections(
     {
@@ -79,21 +75,11 @@ def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
     """The model's bytes of our three paths over T for the headline shape (one GPU's rows: the
     model's bytes do not depend on the GPU), as issued and compulsory (each of Q, K, V and O
     once, and S and P stored and loaded once where a path stores both, S stored once and
-    loaded twice where it stores S only)."""
+    loaded twice where it stores S only), as the predict rule wrote them."""
     shape = headline_shape(predictions)
     rows = predictions[(predictions["shape"] == shape) & predictions["path"].isin(list(PATH_STYLE))]
     rows = rows[rows["gpu"] == rows["gpu"].iloc[0]].sort_values("tokens")
-    first = rows.iloc[0]
-    qkvo = (
-        4
-        * first["batch"]
-        * first["heads"]
-        * rows["tokens"]
-        * first["head_dim"]
-        * ELEMENT_BYTES[first["dtype"]]
-    )
-    handoff = rows["path"].map(HANDOFF_PASSES) * rows["bytes_S"]
-    return rows.assign(compulsory_bytes=qkvo + handoff), first
+    return rows, rows.iloc[0]
 
 
 def headline_figure(predictions: pd.DataFrame, metrics: pd.DataFrame):
