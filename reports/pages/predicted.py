@@ -21,6 +21,8 @@ __all__ = [
     "footprint_figure",
     "crossings",
     "roofline_figure",
+    "largest_swept",
+    "why_no_roofline",
     "speedup_table",
     "measured",
     "launch_table",
@@ -53,6 +55,8 @@ empty = sections(
         "predicted gain from fusing",
         "measured": "this run's GPU times of the predicted implementations against the "
         "predictions for its GPU",
+        "roofline": "each kernel with matrix products at its arithmetic intensity on each GPU, at "
+        "the shown shape's largest swept T",
     }
 )
 
@@ -206,8 +210,28 @@ def crossings(predictions: pd.DataFrame, gpus: pd.DataFrame, shape: str) -> str:
     return "\n".join(lines)
 
 
-def roofline_figure(kernels: pd.DataFrame, gpus: pd.DataFrame, shape: str, tokens: int):
+def largest_swept(predictions: pd.DataFrame, shape: str) -> int | None:
+    """The largest T this shape was swept at (each shape has its own T list: a T found in
+    one need not exist in another), None where it has no swept row."""
+    data = _shape(predictions, shape)
+    swept = data.loc[data["in_sweep"].astype(bool), "tokens"]
+    return int(swept.max()) if len(swept) else None
+
+
+def why_no_roofline(kernels: pd.DataFrame, predictions: pd.DataFrame, shape: str) -> str:
+    tokens = largest_swept(predictions, shape)
+    if tokens is None:
+        return f"the shape {shape_title(predictions, shape)} has no swept length"
+    return f"the kernel table has no row for this shape at T = {tokens:,}"
+
+
+def roofline_figure(kernels: pd.DataFrame, gpus: pd.DataFrame, predictions: pd.DataFrame, shape: str):
+    """The roofline of each GPU with the shape's kernels at its largest swept T; None where
+    the kernel table has none for it."""
+    tokens = largest_swept(predictions, shape)
     data = kernels[(kernels["shape"] == shape) & (kernels["tokens"] == tokens)]
+    if data.empty:
+        return None
     dtype = data["dtype"].iloc[0]
     rate = f"tensor_flops_{'float16' if dtype == 'bfloat16' else dtype}"
     fig, axes = plt.subplots(1, len(gpus), figsize=(4.2 * len(gpus), 4.2), sharey=True, squeeze=False)
