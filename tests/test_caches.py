@@ -14,8 +14,17 @@ from workflow_run import env
 
 from kernels.io.records import DamagedRecordError, read_leaf
 from kernels.measure import caches, ceilings, provenance
+from kernels.study import cpu_caches as cpu_topology
 
 K, M = 1 << 10, 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def every_cpu(monkeypatch):
+    """The trees here describe CPUs 0…7; the study's CPUs default to this process's affinity,
+    which a container's cpuset may place elsewhere: here it is CPUs 0-63 wherever the suite
+    runs (tests/test_cache_topology.py varies it)."""
+    monkeypatch.setattr(cpu_topology, "affinity", lambda: list(range(64)))
 
 
 def make_tree(root, cpus, *, skip=()):
@@ -161,7 +170,8 @@ def test_no_sysfs_no_levels_and_the_reason(tmp_path):
 
 def test_the_copy_footprints_follow_the_levels_and_the_threads(tmp_path):
     """Half of what a copy meets at each level: one instance of a private level below torch's
-    grain (one thread), one per thread above it; DRAM four times the last level's total."""
+    grain (one thread), one per thread above it; DRAM four times what the threads meet of the
+    last level (here its one instance)."""
     found = caches.cpu_caches(make_tree(tmp_path, x86(cpus=4)))
     planned = ceilings.level_footprints("cpu", found, threads=2)
     assert [(name, footprint) for name, _, footprint in planned] == [
@@ -194,6 +204,9 @@ def test_env_json_records_the_levels_and_old_files_stay_valid(tmp_path):
     found = provenance.collect({"sweep": {}}, "cpu", root=tmp_path)
     assert set(found["caches"]) == {"cpu", "cuda"}
     assert found["caches"]["cpu"] == caches.cpu_caches()
+    assert found["caches"]["cpu"]["threads_asked"] is None  # the env job: every CPU of the affinity
+    mine = provenance.collect({"sweep": {}}, "cpu", root=tmp_path, threads=1)["caches"]["cpu"]
+    assert (mine["threads_asked"], mine["threads"], mine["thread_cpus"]) == (1, 1, "0") or not mine["levels"]
     path = tmp_path / "env.json"
     path.write_text(json.dumps(found))
     read_leaf(path, "env")

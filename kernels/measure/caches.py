@@ -1,20 +1,22 @@
 """The machine's cache levels, read from the machine itself: the CPU's from the OS
 (kernels.study.cpu_caches), a GPU's L2 as torch reports it
 (``torch.cuda.get_device_properties(i).L2_cache_size``, one level of one instance; torch does
-not report the per-SM L1).
+not report the per-SM L1). What a job meets of a CPU level is the instances its threads touch
+(``study_bytes``), not the machine's total; a GPU's one L2 instance is all of it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kernels.study.cpu_caches import SYSFS_CPU, cpu_caches, parse_cpu_list, parse_cpu_map, parse_size
+from kernels.study.cpu_caches import cpu_caches, parse_cpu_list, parse_cpu_map, parse_size
 
 __all__ = [
     "caches",
     "cpu_caches",
     "gpu_caches",
     "last_level_bytes",
+    "met_bytes",
     "parse_cpu_list",
     "parse_cpu_map",
     "parse_size",
@@ -50,12 +52,20 @@ def gpu_caches(index: int = 0) -> dict:
     return found
 
 
-def caches(device: str, root: str | Path = SYSFS_CPU) -> dict:
-    """The cache levels of the device a study runs on: the CPU's from the OS, a GPU's from torch."""
-    return gpu_caches() if device == "cuda" else cpu_caches(root)
+def caches(device: str, root: str | Path | None = None, threads: int | None = None) -> dict:
+    """The cache levels of the device a study runs on: the CPU's from the OS (as met by a job on
+    ``threads`` threads; None: every CPU of the affinity), a GPU's from torch."""
+    return gpu_caches() if device == "cuda" else cpu_caches(root, threads=threads)
 
 
-def last_level_bytes(device: str) -> int | None:
-    """The total size of the device's largest cache level, None where none is described."""
-    levels = caches(device)["levels"]
-    return levels[-1]["total_bytes"] if levels else None
+def met_bytes(level: dict) -> int:
+    """What a job meets of ``level``: the instances its threads touch (``study_bytes``); a
+    GPU's L2, or a level read before that field, its total."""
+    return level.get("study_bytes") or level["total_bytes"]
+
+
+def last_level_bytes(device: str, threads: int | None = None) -> int | None:
+    """The size of the device's largest cache level that a job on ``threads`` threads meets,
+    None where none is described."""
+    levels = caches(device, threads=threads)["levels"]
+    return met_bytes(levels[-1]) if levels else None

@@ -7,15 +7,16 @@ what lets a point too slow to finish be skipped before it starts.
 Memory levels (``levels``): the cache levels the machine describes (kernels.measure.caches:
 the OS's on a CPU, torch's L2 size on a GPU), then ``DRAM``. For each cache level a float32
 copy whose source and destination together fill half of what the copy meets at that level
-(``bytes``: one instance's size times the instances the job's threads reach; a copy under
-torch's grain of 32,768 elements per tensor runs on one thread, so it meets one instance), and
-for DRAM (``bytes``: the memory's size) a copy of four times the last level's total (at least
-64 MiB, at most a quarter of the memory). Each copy is run over and over on the same buffers,
-so they stay in their level: on a CPU in blocks of about a millisecond for at least 0.15 s (at
-most 0.6 s), each block followed by as many one-element copies, 64 at least (torch's fixed
-cost of a call, ``call_us``, which would otherwise dominate a copy inside L1); on a GPU as a
-CUDA graph of repeated copies without any L2 flush (``triton.testing.do_bench_cudagraph``),
-the one-element copy likewise. ``time_us`` is the median time per call; ``copy_gbps`` the
+(``bytes``: the sizes of the instances the copy's threads touch, kernels.study.cpu_caches'
+``study_used``; a copy under torch's grain of 32,768 elements per tensor runs on one thread, so
+it meets that thread's instance), and for DRAM (``bytes``: the memory's size) a copy of four
+times what the job's threads meet of the last level (at least 64 MiB, at most a quarter of the
+memory). Each copy is run over and over on the same buffers, so they stay in their level: on
+a CPU in blocks of about a millisecond for at least 0.15 s (at most 0.6 s), each block
+followed by as many one-element copies, 64 at least (torch's fixed cost of a call,
+``call_us``, which would otherwise dominate a copy inside L1); on a GPU as a CUDA graph of
+repeated copies without any L2 flush (``triton.testing.do_bench_cudagraph``), the one-element
+copy likewise. ``time_us`` is the median time per call; ``copy_gbps`` the
 footprint (each byte read once and written once) over the median of the time per call less the
 fixed cost, block by block; ``update_gbps`` the same for one tensor of the same footprint
 multiplied in place (kernels.study.hierarchy uses it for the stages that update S in place).
@@ -111,16 +112,32 @@ def _floats(footprint: int, tensors: int = 2) -> int:
 
 
 def _reach(level: dict, threads: int, device: str) -> int:
-    """Instances of ``level`` a copy filling half of them meets: one per thread it runs on."""
-    reach = max(1, min(level.get("instances") or 1, threads))
+    """Bytes of ``level`` a copy filling half of them meets: a GPU's L2 once; on a CPU the
+    instances the copy's threads touch (``study_used``, in the order the threads first meet
+    them), a copy too small to run on all ``threads`` meeting only its threads' instances. A
+    level read without ``study_used`` counts one instance of ``bytes`` per thread."""
     if device == "cuda":
-        return reach
-    while reach > 1:
-        elements = _floats(level["bytes"] * reach // 2)
-        if min(threads, math.ceil(elements / GRAIN)) >= reach:
+        return level["bytes"] * max(1, min(level.get("instances") or 1, threads))
+    used = level.get("study_used") or [
+        {"bytes": level["bytes"], "first_thread": i}
+        for i in range(max(1, min(level.get("instances") or 1, threads)))
+    ]
+    met = [u for u in used if u["first_thread"] < threads] or used[:1]
+    while len(met) > 1:
+        elements = _floats(sum(u["bytes"] for u in met) // 2)
+        if min(threads, math.ceil(elements / GRAIN)) > met[-1]["first_thread"]:
             break
-        reach -= 1
-    return reach
+        met.pop()
+    return sum(u["bytes"] for u in met)
+
+
+def _met_bytes(level: dict, threads: int) -> int:
+    """Bytes of ``level`` a copy far larger than it meets on ``threads`` threads: the instances
+    those threads touch (a GPU's L2, or a level read without ``study_used``: its total)."""
+    used = level.get("study_used")
+    if not used:
+        return level["total_bytes"]
+    return sum(u["bytes"] for u in used if u["first_thread"] < threads) or used[0]["bytes"]
 
 
 def memory_bytes(device: str) -> int | None:
@@ -178,11 +195,11 @@ def level_footprints(device: str, found: dict, threads: int) -> list[tuple[str, 
     """(level, bytes, footprint) for each cache level and DRAM, in that order."""
     planned = []
     for level in found.get("levels") or []:
-        capacity = level["bytes"] * _reach(level, threads, device)
+        capacity = _reach(level, threads, device)
         planned.append((level["level"], capacity, capacity // 2))
     memory = memory_bytes(device)
     if planned:
-        last = found["levels"][-1]["total_bytes"]
+        last = _met_bytes(found["levels"][-1], threads)
         past = max(PAST_FACTOR * last, PAST_MIN_BYTES, 2 * planned[-1][2])
         if memory:
             past = max(min(past, memory // 4), 2 * last)
@@ -253,8 +270,8 @@ def measure(device: str, found_caches: dict | None = None) -> dict:
     """Every ceiling of ``device``; ``found_caches`` (kernels.measure.caches) is read from the
     machine when not given."""
     started = _now()
-    found_caches = cache_levels.caches(device) if found_caches is None else found_caches
     threads = torch.get_num_threads()
+    found_caches = cache_levels.caches(device, threads=threads) if found_caches is None else found_caches
     planned = level_footprints(device, found_caches, threads)
     levels = below_dram_checked(device, planned, [copy_at(device, *footprint) for footprint in planned])
     cached = planned[:-1]

@@ -1,5 +1,11 @@
 """What ran where: versions, processor and its cache levels, GPU and driver (and its L2), git
-commit and the config's hash."""
+commit and the config's hash.
+
+The CPU's levels name the CPUs and instances they were read for (kernels.study.cpu_caches:
+``cpus``, ``threads``, ``thread_cpus``, each level's ``study_used``): the env job is told the
+timed jobs' thread count (the local cores); on a cluster it is not (``threads`` None) and
+records what every CPU of its affinity meets, saying so with ``threads_asked`` null. Each
+record's ``last_cache_bytes`` is for its own job's threads."""
 
 from __future__ import annotations
 
@@ -85,7 +91,9 @@ def versions() -> dict:
     }
 
 
-def collect(config: dict, device: str, root: str | os.PathLike = ".") -> dict:
+def collect(config: dict, device: str, root: str | os.PathLike = ".", threads: int | None = None) -> dict:
+    """Everything env.json holds; the CPU's cache levels as met by ``threads`` threads where the
+    caller knows them (None: every CPU of the affinity)."""
     return {
         "device": device,
         "device_name": device_name(device),
@@ -99,9 +107,15 @@ def collect(config: dict, device: str, root: str | os.PathLike = ".") -> dict:
         "config_hash": config_hash(config),
         "config": config,
         "interpreter": device == "cpu",
-        "caches": {"cpu": caches.cpu_caches(), "cuda": caches.gpu_caches()},
+        "caches": {"cpu": caches.cpu_caches(threads=threads), "cuda": caches.gpu_caches()},
     }
 
 
-def write(config: dict, device: str, path: str | os.PathLike, root: str | os.PathLike = ".") -> None:
-    write_text_atomic(Path(path), json.dumps(collect(config, device, root), indent=1) + "\n")
+def write(
+    config: dict,
+    device: str,
+    path: str | os.PathLike,
+    root: str | os.PathLike = ".",
+    threads: int | None = None,
+) -> None:
+    write_text_atomic(Path(path), json.dumps(collect(config, device, root, threads), indent=1) + "\n")

@@ -166,7 +166,7 @@ def timed_stages(point: Point, q, k, v, device: str) -> dict:
     from kernels.measure.caches import last_level_bytes
     from kernels.measure.stages import time_stages
 
-    last = last_level_bytes(device)
+    last = last_level_bytes(device, threads=torch.get_num_threads())  # what this job's threads meet
     chain = stage_chain(point, q, k, v)
     timed = time_stages(chain, device, last)
     costs = stage_costs(point)

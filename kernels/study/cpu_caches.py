@@ -1,24 +1,39 @@
-"""The CPU's cache levels, read from the OS.
+"""The CPU's cache levels, read from the OS, and what of them a study's threads meet.
 
 CPU (Linux): the OS's cache description under ``/sys/devices/system/cpu`` (the root is a
-parameter, so a test can hand it a tree of its own): for every ``cpuN/cache/indexM`` its
-``level``, ``type``, ``size``, ``shared_cpu_list`` and ``coherency_line_size``. Data and
-unified caches are the data levels; instruction caches are listed apart and never used as
-data levels. A cache shared by several CPUs appears under each of them; it is counted once
-per distinct ``shared_cpu_list`` (one *instance*). Each level reports both:
+parameter, so a test can hand it a tree of its own; without one, the environment variable
+``ATTNIO_SYSFS_CPU`` names another root, for a container whose own tree is hidden or wrong, or
+a planner test): for every ``cpuN/cache/indexM`` its ``level``, ``type``, ``size``,
+``shared_cpu_list`` and ``coherency_line_size``. Data and unified caches are the data levels;
+instruction caches are listed apart and never used as data levels. A cache shared by several
+CPUs appears under each of them; it is counted once per distinct ``shared_cpu_list`` (one
+*instance*). Each level reports:
 
 - ``bytes``: the size of one instance (what one core meets; the smallest, should instances
   differ, as on a processor with two kinds of cores),
 - ``total_bytes``: the sum over its distinct instances (what a footprint spread over the
-  whole machine meets), with ``instances`` and ``cpus_per_instance`` beside them.
+  whole machine meets), with ``instances`` and ``cpus_per_instance`` beside them,
+- ``study_bytes``: the sum over the instances the study's threads touch, each its own size
+  (what a hand-off between those threads meets), with ``study_instances`` and ``study_used``
+  (each instance's ``cpus``, ``bytes`` and ``first_thread``: the first of the study's threads
+  that meets it, so that a copy on fewer threads can tell which it reaches).
+
+The study's CPUs are those the process may run on (``os.sched_getaffinity``, or the ``cpus``
+given), sorted; its threads run on the first ``threads`` of them (all of them when not given).
+The total is no capacity a study meets: on a 64-core EPYC with eight 32 MiB L3 instances, two
+threads on one CCD share 32 MiB, not 256 MiB. The result names what it used: ``cpus``,
+``threads``, ``threads_asked`` (None: every CPU of the affinity) and ``thread_cpus``.
 
 So on a 2-core machine with 32 KiB of L1d and 512 KiB of L2 per core and 32 MiB of L3 shared
-by both: L1d 32 KiB per core, 64 KiB in total; L2 512 KiB, 1 MiB in total; L3 32 MiB, once.
+by both: L1d 32 KiB per core, 64 KiB in total; L2 512 KiB, 1 MiB in total; L3 32 MiB, once;
+one thread meets 32 KiB, 512 KiB and 32 MiB of them, two 64 KiB, 1 MiB and 32 MiB.
 
 What cannot be read is left out and said in ``reason`` (no sysfs at all, a CPU without a cache
 description, an index without a level, type or size); what can be read is still reported.
 ``shared_cpu_map`` stands in for a missing ``shared_cpu_list``; without either the cache is
-taken as private to the CPU it was found under, and ``reason`` says so.
+taken as private to the CPU it was found under, and ``reason`` says so. A level none of whose
+instances holds a study thread's CPU (an affinity on CPUs the tree does not describe) counts
+its smallest instance as the study's, and ``reason`` says so.
 
 Pure Python (the planner reads the cache size a hand-off sweep follows without torch);
 kernels.measure.caches adds a GPU's L2.
@@ -26,10 +41,13 @@ kernels.measure.caches adds a GPU's L2.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 SYSFS_CPU = "/sys/devices/system/cpu"
+ROOT_VARIABLE = "ATTNIO_SYSFS_CPU"  # another root than SYSFS_CPU, read by cpu_caches only
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
@@ -68,6 +86,25 @@ def parse_cpu_map(text: str) -> frozenset[int] | None:
     return frozenset(i for i in range(mask.bit_length()) if mask >> i & 1) or None
 
 
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    """The OS's compact notation of some CPUs: {0, 1, 2, 3, 8} → "0-3,8"."""
+    runs: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
+
+
+def affinity() -> list[int] | None:
+    """The CPUs this process may run on, sorted; None where the OS does not say."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text().strip()
@@ -91,20 +128,61 @@ def _problems(problems: dict[str, list[int]]) -> str | None:
     return "; ".join(parts)
 
 
-def cpu_caches(root: str | Path = SYSFS_CPU) -> dict:
-    """Every cache level the OS describes under ``root``: ``levels`` (data and unified, by
-    level), ``instruction`` (listed, not used as data levels), ``source`` and ``reason`` (None
-    when everything could be read). Each level: ``level`` ("L1d", "L2", ...), ``number``,
-    ``type``, ``bytes`` (one instance), ``instances``, ``total_bytes``, ``cpus_per_instance``,
-    ``line_bytes``."""
-    root = Path(root)
+def _study_used(instances: dict[frozenset[int], int], thread_cpus: list[int]) -> list[dict]:
+    """The instances the threads on ``thread_cpus`` touch, in the order the threads first
+    meet them (so those ``threads[:k]`` meet are the first ones), each with its own size."""
+    holding = {cpu: shared for shared in instances for cpu in shared}
+    used: dict[frozenset[int], dict] = {}
+    for thread, cpu in enumerate(thread_cpus):
+        shared = holding.get(cpu)
+        if shared is not None and shared not in used:
+            used[shared] = {
+                "cpus": format_cpu_list(shared),
+                "bytes": instances[shared],
+                "first_thread": thread,
+            }
+    return list(used.values())
+
+
+def _threads(study: list[int] | None, threads: int | None) -> dict:
+    """What the study runs on: its CPUs, its thread count (capped at them) and their CPUs."""
+    if study is None:
+        return {"cpus": None, "threads": None, "threads_asked": threads, "thread_cpus": None}
+    count = len(study) if threads is None else min(threads, len(study))
+    return {
+        "cpus": format_cpu_list(study),
+        "threads": count,
+        "threads_asked": threads,
+        "thread_cpus": format_cpu_list(study[:count]),
+    }
+
+
+def cpu_caches(
+    root: str | Path | None = None, cpus: Iterable[int] | None = None, threads: int | None = None
+) -> dict:
+    """Every cache level the OS describes under ``root`` (default: ``ATTNIO_SYSFS_CPU``, else
+    SYSFS_CPU), and what of each the study meets: its CPUs ``cpus`` (default: this process's
+    affinity, else every CPU described), its threads on the first ``threads`` of them (capped
+    at their number; default: all). Returns ``levels`` (data and unified, by level),
+    ``instruction`` (listed, not used as data levels), ``source``, ``reason`` (None when
+    everything could be read), ``cpus``, ``threads``, ``threads_asked`` and ``thread_cpus``.
+    Each level: ``level`` ("L1d", "L2", ...), ``number``, ``type``, ``bytes`` (one instance),
+    ``instances``, ``total_bytes``, ``cpus_per_instance``, ``line_bytes``, ``study_bytes``,
+    ``study_instances``, ``study_used``."""
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads={threads}: at least 1")
+    root = Path(root if root is not None else os.environ.get(ROOT_VARIABLE) or SYSFS_CPU)
+    study = sorted(set(cpus)) if cpus is not None else affinity()
+    if study is not None and not study:
+        raise ValueError("cpus: no CPU given")
     found = {"source": str(root), "levels": [], "instruction": [], "reason": None}
+    found |= _threads(study, threads)
     try:
-        cpus = sorted((n, p) for p in root.iterdir() if p.is_dir() and (n := _cpu_number(p)) is not None)
+        folders = sorted((n, p) for p in root.iterdir() if p.is_dir() and (n := _cpu_number(p)) is not None)
     except OSError as error:
         found["reason"] = f"no cache description: {root} cannot be read ({error.strerror or error})"
         return found
-    if not cpus:
+    if not folders:
         found["reason"] = f"no cache description: no cpuN folder under {root}"
         return found
     problems: dict[str, list[int]] = {}
@@ -114,9 +192,11 @@ def cpu_caches(root: str | Path = SYSFS_CPU) -> dict:
 
     # (number, type) -> {shared cpus -> (size, line size)}
     caches: dict[tuple[int, str], dict[frozenset[int], tuple[int, int | None]]] = {}
-    for cpu, path in cpus:
+    online = []
+    for cpu, path in folders:
         if _read(path / "online") == "0":
             continue  # an offline CPU describes no caches
+        online.append(cpu)
         indices = sorted(path.glob("cache/index*"))
         if not indices:
             problem("no cache/index* folder", cpu)
@@ -140,21 +220,41 @@ def cpu_caches(root: str | Path = SYSFS_CPU) -> dict:
             line = _read(index / "coherency_line_size")
             line_bytes = int(line) if line and line.isdigit() else None
             caches.setdefault((number, kind.capitalize()), {})[shared] = (nbytes, line_bytes)
+    if study is None:  # the OS does not say which CPUs the process may use: every CPU described
+        study = online or [cpu for cpu, _ in folders]
+        found |= _threads(study, threads)
+    thread_cpus = study[: found["threads"]]
+    stand_ins = []
     for (number, kind), instances in sorted(caches.items()):
-        sizes = [size for size, _ in instances.values()]
+        sizes = {shared: size for shared, (size, _) in instances.items()}
         lines = {line for _, line in instances.values() if line is not None}
+        used = _study_used(sizes, thread_cpus)
+        name = f"L{number}{_SUFFIX[kind.lower()]}"
+        if not used:  # the threads' CPUs are not in the tree: one instance, the least
+            smallest = min(sizes, key=lambda shared: (sizes[shared], min(shared)))
+            used = [{"cpus": format_cpu_list(smallest), "bytes": sizes[smallest], "first_thread": 0}]
+            stand_ins.append(name)
         entry = {
-            "level": f"L{number}{_SUFFIX[kind.lower()]}",
+            "level": name,
             "number": number,
             "type": kind,
-            "bytes": min(sizes),
+            "bytes": min(sizes.values()),
             "instances": len(instances),
-            "total_bytes": sum(sizes),
+            "total_bytes": sum(sizes.values()),
             "cpus_per_instance": max(len(shared) for shared in instances),
             "line_bytes": min(lines) if lines else None,
+            "study_bytes": sum(u["bytes"] for u in used),
+            "study_instances": len(used),
+            "study_used": used,
         }
         found["instruction" if kind == "Instruction" else "levels"].append(entry)
-    found["reason"] = _problems(problems)
+    reasons = [_problems(problems)]
+    if stand_ins:
+        reasons.append(
+            f"no {', '.join(stand_ins)} instance holds the study's thread CPUs {found['thread_cpus']} "
+            "(the smallest instance counted as the study's)"
+        )
+    found["reason"] = "; ".join(r for r in reasons if r) or None
     if not found["levels"] and found["reason"] is None:
         found["reason"] = f"no data or unified cache described under {root}"
     return found

@@ -9,5 +9,7 @@ rule env:
     params:
         device=DEVICE,
         config=config,
+        # the CPU caches as the timed jobs' threads meet them (None on a cluster: the affinity)
+        threads=LOCAL_CORES,
     script:
         "../scripts/env.py"
