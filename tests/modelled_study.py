@@ -84,7 +84,7 @@ def modelled_record(point: Point, device: str, cache_bytes: int) -> dict:
         validate_record(record)
         return record
     record |= {"finished_at": record["started_at"], "wall_seconds": 0.5, "nonfinite_outputs": 0}
-    record |= {"max_abs_error": 1e-3 if point.dtype == "float16" else 1e-6}
+    record["max_abs_error"] = 0.25 if point.impl == "triton_tile_softmax" else 1e-3 if point.e == 2 else 1e-6
     record["peak_alloc_bytes"] = (record["bytes_S"] or 0) + (record["bytes_P"] or 0) + 1
     if point.triton:
         record["time_reason"] = "not timed: Triton interpreter (correctness and counting only)"

@@ -1,0 +1,107 @@
+"""The default study planned (a dry run) as on machines we have never seen: caches of 4 to 256
+MiB given as ``cache_bytes``, and CPU layouts read from OS trees of our own through
+ATTNIO_SYSFS_CPU (an 8-CCD EPYC, a two-socket Xeon, an ARM CPU without L3, a hybrid CPU), on
+two cores and on one. The hand-off sweep must follow the cache the study's threads meet (one
+CCD's L3, not the socket's sum), and every plan must hold the same jobs but the T values."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from modelled_study import planned_sweep
+from test_cache_topology import arm, epyc, hybrid, xeon
+from workflow_run import ROOT, env, snakemake
+
+from kernels.study import cpu_caches as topology
+from kernels.study.sweep import tokens_across_cache
+
+M = 1 << 20
+DEFAULT = str(ROOT / "config" / "config.yaml")
+HANDOFF = re.compile(r"results/points/torch_naive/float32/B1-H1-T(\d+)-d64-full-na-normal\.json")
+
+
+def _thread_cpus(cores: int) -> list[int]:
+    """The CPUs a study on ``cores`` threads runs on here: the first of this process's."""
+    return (topology.affinity() or [0, 1])[:cores]
+
+
+def _met(layout: str, cores: int) -> int:
+    """The last level the study's threads meet on each tree, from its layout (not the code)."""
+    cpus = _thread_cpus(cores)
+    if layout == "epyc":  # 32 MiB per CCD of 8 CPUs
+        return 32 * M * len({cpu // 8 for cpu in cpus})
+    if layout == "xeon":  # 48 MiB per socket of 28 CPUs
+        return 48 * M * len({cpu // 28 for cpu in cpus})
+    if layout == "arm":  # no L3: 2 MiB of L2 per cluster of 4
+        return 2 * M * len({cpu // 4 for cpu in cpus})
+    return 36 * M  # hybrid: one L3 for all
+
+
+def _handoff_lengths(cache_bytes: int) -> set[int]:
+    return set(tokens_across_cache({"from": 0.0625, "to": 16, "step": 2**0.5}, cache_bytes, "float32"))
+
+
+def _fixed_lengths() -> set[int]:
+    """The T of the default study's other float32 torch_naive grids without the mask (the
+    timing grid), which the point names of the hand-off share."""
+    return {
+        t
+        for grid in planned_sweep()
+        if not grid.get("tokens_across_cache")
+        and "torch_naive" in grid["impls"]
+        and "float32" in grid["dtype"]
+        and False in grid["causal"]
+        for t in grid["tokens"]
+    }
+
+
+def _swept_as_planned(lengths: set[int], cache_bytes: int) -> None:
+    """The plan's hand-off points are those of ``cache_bytes``, beside the fixed grid's."""
+    assert lengths - _fixed_lengths() == _handoff_lengths(cache_bytes) - _fixed_lengths()
+
+
+def _plan(tmp_path, *args: str, environment: dict | None = None) -> tuple[dict[str, int], set[int]]:
+    done = snakemake(tmp_path, "-n", *args, "--configfile", DEFAULT, environment=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", done.stdout, re.M)}
+    return jobs, {int(t) for t in HANDOFF.findall(done.stdout)}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, int]:
+    """The jobs of the plan at this project's 32 MiB, to hold every other plan against."""
+    jobs, lengths = _plan(
+        tmp_path_factory.mktemp("plan32"), "--cores", "2", "--config", f"cache_bytes={32 * M}"
+    )
+    _swept_as_planned(lengths, 32 * M)
+    return jobs
+
+
+def _same_jobs(jobs: dict[str, int], reference: dict[str, int]) -> None:
+    """Every rule planned as often as at 32 MiB; measure and gather differ only by the hand-off
+    T values the other grids share (a T of the hand-off that another grid sweeps too is one
+    point)."""
+    fixed = {rule: n for rule, n in reference.items() if rule not in ("measure", "total")}
+    assert {rule: jobs.get(rule) for rule in fixed} == fixed
+    assert abs(jobs["measure"] - reference["measure"]) <= 3
+
+
+@pytest.mark.parametrize("mib", [4, 8, 48, 96, 256])
+def test_the_handoff_sweep_follows_the_configured_cache(tmp_path, reference, mib):
+    jobs, lengths = _plan(tmp_path, "--cores", "2", "--config", f"cache_bytes={mib * M}")
+    _swept_as_planned(lengths, mib * M)
+    _same_jobs(jobs, reference)
+
+
+@pytest.mark.parametrize("layout", ["epyc", "xeon", "arm", "hybrid"])
+@pytest.mark.parametrize("cores", [1, 2])
+def test_the_handoff_sweep_follows_the_cache_the_threads_meet(tmp_path, reference, layout, cores):
+    tree = {"epyc": epyc, "xeon": xeon, "arm": arm, "hybrid": hybrid}[layout](tmp_path / "cpu")
+    environment = env() | {topology.ROOT_VARIABLE: str(tree)}
+    (tmp_path / "study").mkdir()
+    jobs, lengths = _plan(tmp_path / "study", "--cores", str(cores), environment=environment)
+    _swept_as_planned(lengths, _met(layout, cores))
+    if layout == "epyc":  # the sum over the eight CCDs would sweep √8 times further
+        assert max(lengths) < max(_handoff_lengths(8 * 32 * M))
+    _same_jobs(jobs, reference)
