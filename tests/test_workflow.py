@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from html import unescape
 from pathlib import Path
 
 import nbformat
@@ -384,11 +385,12 @@ def test_reports_render_where_torch_cannot_be_imported(study, tmp_path, no_torch
     byte (cell ids, timings and table ids made independent of the run)."""
     results = tmp_path / "results"
     shutil.copytree(study / "results", results)
-    for page in [*results.glob("reports/*"), results / "index.html"]:
+    outcomes = results.glob("logs/reports/*.outcome.json")  # else only the HTML is made again
+    for page in [*results.glob("reports/*"), *outcomes, results / "index.html"]:
         page.unlink()
     done = snakemake(tmp_path, "--cores", "2", "--configfile", DEFAULT, CI, environment=no_torch)
     assert done.returncode == 0, done.stderr[-3000:]
-    ran = set(re.findall(r"^(?:local)?rule (\w+):", done.stdout + done.stderr, re.M))
+    ran = set(re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):", done.stdout + done.stderr, re.M))
     assert ran == {"report_notebook", "report_html", "index", "pack", "all"}
     for name in REPORTS:
         drawn = images((results / "reports" / f"{name}.html").read_text())
@@ -396,6 +398,60 @@ def test_reports_render_where_torch_cannot_be_imported(study, tmp_path, no_torch
     # and a second render from the same tables is the same file, byte for byte
     for page in [*(study / "results" / "reports").glob("*"), study / "results" / "index.html"]:
         assert (results / page.relative_to(study / "results")).read_bytes() == page.read_bytes(), page.name
+
+
+PAGE_ERROR = "IndexError: single positional indexer is out-of-bounds"
+
+
+def test_a_page_that_fails_takes_no_other_down(study, tmp_path):
+    """One report's notebook raises (here its template, in a copy of the study): the other
+    pages stay, the index renders, links them and names the failed one with its first error
+    line and its log, the pack holds what exists, and the run exits non-zero, its closing
+    line naming the page. The next run renders the failed page again, unchanged or not."""
+    copy = tmp_path / "copy"
+    shutil.copytree(study, copy, symlinks=True)
+    template = copy / "reports" / "predicted.ipynb"
+    notebook = nbformat.read(template, as_version=4)
+    at = 1 + next(i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", []))
+    notebook.cells.insert(at, nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame().iloc[0]"))
+    nbformat.write(notebook, template)
+    results = copy / "results"
+
+    done = snakemake(copy, "--cores", "2", *CONFIG)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said[-3000:]
+    closing = said.rstrip().splitlines()[-1]
+    assert f"predicted ({PAGE_ERROR})" in closing, said[-2000:]
+    assert f"attnio: page failed: predicted: {PAGE_ERROR} (log: results/logs/reports/predicted.log" in said
+    ran = re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):", said, re.M)
+    assert sorted(ran) == ["all", "index", "pack", "report_notebook"], ran  # the others stand
+
+    index = unescape((results / "index.html").read_text())
+    for name in REPORTS:
+        linked = f"href='reports/{name}.html'" in index
+        assert linked == (name != "predicted"), name
+        if name != "predicted":
+            assert (results / "reports" / f"{name}.html").read_bytes() == (
+                study / "results" / "reports" / f"{name}.html"
+            ).read_bytes()
+    assert f"did not render. <code>{PAGE_ERROR}</code>" in index
+    assert "href='logs/reports/predicted.log'" in index and "href='logs/reports/predicted.ipynb'" in index
+    # nothing of the failed page under its final names; its executed notebook kept in logs/
+    assert not (results / "reports" / "predicted.html").exists()
+    assert not (results / "reports" / "predicted.ipynb").exists()
+    kept = nbformat.read(results / "logs" / "reports" / "predicted.ipynb", as_version=4)
+    assert any(o.get("ename") == "IndexError" for c in kept.cells for o in c.get("outputs", []))
+    packed = results / "packed" / "index"
+    assert (packed / "logs" / "reports" / "predicted.log").exists()
+    assert (packed / "reports" / "storage.html").exists() and not (
+        packed / "reports" / "predicted.html"
+    ).exists()
+
+    # the next run tries the failed page again, although nothing changed
+    dry = snakemake(copy, "-n", "--cores", "2", *CONFIG)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "the page predicted failed last time; it is rendered again" in dry.stdout + dry.stderr
+    assert jobs_planned(dry.stdout)["report_notebook"] == 1
 
 
 def test_report_zip_works_offline(study, tmp_path):

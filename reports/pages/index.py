@@ -1,5 +1,6 @@
-"""results/index.html: links to every report and what ran where, with a visible warning
-when a validation failed or a point was skipped or failed."""
+"""results/index.html: links to every report that rendered and names each that did not (its
+first error line, its log), and what ran where, with a visible warning when a page did not
+render, a validation failed or a point was skipped or failed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
 from kernels.io.tables import POINT_KEY as TABLE_KEY
-from reports.pages import handoff_text, inputs
+from reports.pages import handoff_text, inputs, outcome
 from reports.pages.common import (
     SORTABLE_SCRIPT,
     device_label,
@@ -27,8 +28,8 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;
 color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;
 padding:.3em .6em;text-align:left}.warn{background:#fff3cd;border:2px solid #d39e00;
 padding:1em;margin:1em 0}.ok{background:#e8f5e9;border:1px solid #66bb6a;padding:1em}
-code{background:#f4f4f4;padding:0 .2em}tr.failed td{background:#fdecea}tr.skipped td{background:#fff8e1}
-.findings li{margin:.4em 0}.when{color:#555}"""
+code{background:#f4f4f4;padding:0 .2em}tr.failed td,li.failed{background:#fdecea}
+tr.skipped td{background:#fff8e1}.findings li{margin:.4em 0}.when{color:#555}"""
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -322,8 +323,15 @@ def findings(
         ("handoff", handoff_text.finding(stage_times, env)),
         ("predicted", finding_prediction(predictions)),
     ]
+    # a finding whose page did not render names it instead of linking it
     lines = [
-        f"<li>{html.escape(text)} {_link(f'reports/{page}.html', reports.get(page, page) + ' →')}</li>"
+        f"<li>{html.escape(text)} "
+        + (
+            _link(f"reports/{page}.html", reports[page] + " →")
+            if page in reports
+            else f"<span class='when'>(its page, {html.escape(page)}, did not render: see Reports)</span>"
+        )
+        + "</li>"
         for page, text in items
         if text
     ]
@@ -378,6 +386,45 @@ def title(notebook: str | os.PathLike) -> str:
     return Path(notebook).stem
 
 
+def failed_page(result: dict, root: str | os.PathLike) -> dict:
+    """A failed page's outcome (reports.pages.outcome) as the index shows it: its title (from
+    its executed notebook when that can be read), first error line, and its log and executed
+    notebook relative to ``root`` (the index's folder)."""
+    try:
+        name = title(result["notebook"])
+    except (inputs.InputError, OSError):
+        name = result["page"]
+    return {
+        "page": result["page"],
+        "title": name,
+        "error": result["error"],
+        "log": os.path.relpath(result["log"], root),
+        "notebook": os.path.relpath(result["notebook"], root),
+    }
+
+
+def failed_pages(outcomes: list[str], index: str | os.PathLike) -> list[dict]:
+    """The pages among ``outcomes`` (their outcome files) that failed, as the index at
+    ``index`` shows them (failed_page)."""
+    return [failed_page(result, Path(index).parent) for result in outcome.failed(outcomes)]
+
+
+def reports_list(reports: dict[str, str], failed: list[dict]) -> str:
+    """A link to every page that rendered; each that failed, named, with its first error line,
+    its log and its executed notebook (where the error is shown in place)."""
+    links = "".join(
+        f"<li><a href='reports/{html.escape(name)}.html'>{html.escape(text)}</a></li>"
+        for name, text in reports.items()
+    )
+    broken = "".join(
+        f"<li class='failed'><strong>{html.escape(f['title'])}</strong>: did not render. "
+        f"<code>{html.escape(f['error'])}</code> ({_link(f['log'], 'log')} · "
+        f"{_link(f['notebook'], 'executed notebook')})</li>"
+        for f in failed
+    )
+    return f"<ul id='reports'>{links}{broken}</ul>"
+
+
 def render(
     env: dict,
     metrics: pd.DataFrame,
@@ -388,8 +435,14 @@ def render(
     predictions: pd.DataFrame | None = None,
     tables: list[str] | None = None,
     stage_times: pd.DataFrame | None = None,
+    failed_pages: list[dict] | None = None,
 ) -> str:
-    warnings = []
+    """The index page; ``failed_pages``: each page that did not render (failed_page)."""
+    failed_pages = failed_pages or []
+    warnings = [
+        f"The page {f['title']} did not render: {f['error']} (see its log, {f['log']}, under Reports)."
+        for f in failed_pages
+    ]
     failed = validation[validation["verdict"] == "FAILED"]
     if not failed.empty:
         warnings.append(
@@ -431,9 +484,6 @@ def render(
             ],
         }
     )
-    links = "".join(
-        f"<li><a href='reports/{name}.html'>{html.escape(text)}</a></li>" for name, text in reports.items()
-    )
     config = env.get("config") or {}
     ran = (metrics["status"] == "ok").any()
     return (
@@ -442,7 +492,8 @@ def render(
         f"optimize</h1><p class='when'>{'Measured' if ran else 'Recorded (no point ran)'} "
         f"{html.escape(run_span(metrics))}; "
         f"{html.escape(device_label(env))}.</p><h2>What this run found</h2>"
-        f"{findings(metrics, env, predictions, reports, stage_times)}{banner}<h2>Reports</h2><ul>{links}</ul>"
+        f"{findings(metrics, env, predictions, reports, stage_times)}{banner}"
+        f"<h2>Reports</h2>{reports_list(reports, failed_pages)}"
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
         f"(click a heading to sort), with its record and the log of its job.</p>"
         f"{points_table(metrics, files or [])}{SORTABLE_SCRIPT}<h2>Build</h2>{_table(build_summary(builds))}"
@@ -464,16 +515,20 @@ def write(
     predictions_path: str | os.PathLike | None = None,
     tables: list[str] | None = None,
     stage_times_path: str | os.PathLike | None = None,
+    outcomes: list[str] | None = None,
 ) -> None:
-    """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb);
-    ``files``: each point's record and log, ``tables``: the tables behind the reports, all
-    relative to results/; ``stage_times_path``: the timed stages (the hand-off finding)."""
+    """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb, the
+    pages that rendered); ``files``: each point's record and log, ``tables``: the tables behind
+    the reports, all relative to results/; ``stage_times_path``: the timed stages (the
+    hand-off finding); ``outcomes``: every page's outcome (reports.pages.outcome), each failed
+    one named with its first error line and its log."""
     env = inputs.read("env", env_path)
     metrics = inputs.read("metrics", metrics_path)
     builds = inputs.read("builds", builds_path)
     predictions = inputs.read("predictions", predictions_path) if predictions_path else None
     stage_times = inputs.read("stage_times", stage_times_path) if stage_times_path else None
     reports = {Path(path).stem: title(path) for path in notebooks}
+    failed = failed_pages(outcomes or [], out)
     page = render(
         env,
         metrics,
@@ -484,5 +539,6 @@ def write(
         predictions,
         tables,
         stage_times,
+        failed,
     )
     write_text_atomic(out, page)

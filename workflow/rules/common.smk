@@ -25,9 +25,11 @@ REPORTS = sorted(path.stem for path in Path(workflow.basedir, "reports").glob("*
 DEVICE = attnio_device.resolve(config["device"])
 ON_GPU = DEVICE == "cuda"
 # A grid with tokens_across_cache follows the cache size (config cache_bytes, else the
-# machine's largest cache); its T values are listed here once, so every rule reads one sweep.
+# machine's largest cache as the timed jobs' threads meet it: the local cores, or on a
+# cluster every CPU of the affinity); its T values are listed here once, so every rule reads
+# one sweep.
 CACHE_BYTES = config.get("cache_bytes") or (
-    attnio_device.largest_cache_bytes(DEVICE)
+    attnio_device.largest_cache_bytes(DEVICE, threads=workflow.resource_settings.cores)
     if attnio_sweep.asks_for_cache(config["sweep"])
     else None
 )
@@ -175,6 +177,55 @@ def report_inputs(wildcards):
     return REPORT_INPUTS[wildcards.report]
 
 
+def report_outcome(report):
+    return f"{RESULTS}/logs/reports/{report}.outcome.json"
+
+
+RETRIED = []  # retry_failed_pages looks once per run
+
+
+def retry_failed_pages():
+    """A failed page is no finished output: the next run renders it again, changed inputs
+    or not (its outcome is forced, as --forcerun would; an unreadable one too). Called while
+    Snakemake builds the DAG (from the index's input), before it decides what to run; a dry
+    run plans it the same way; --report, --summary and the like change nothing."""
+    from reports.pages.outcome import OutcomeError, read
+
+    if not workflow.is_main_process or RETRIED:
+        return
+    RETRIED.append(True)
+    if not (workflow.dryrun or (workflow.executor_plugin is not None and not workflow.touch)):
+        return
+    for report in REPORTS:
+        path = report_outcome(report)
+        if not os.path.exists(path):
+            continue
+        try:
+            result = read(path)
+        except OutcomeError as err:
+            logger.warning(f"attnio: {err}; the page is rendered again")
+            workflow.dag.forcefiles.add(path)
+            continue
+        if not result["ok"]:
+            logger.warning(f"attnio: the page {report} failed last time; it is rendered again")
+            workflow.dag.forcefiles.add(path)
+
+
+def rendered_pages(wildcards):
+    """The pages whose notebook ran through (their outcome says so, once the checkpoint
+    report_notebook has run): their HTML and executed notebook. A failed page is not asked
+    for; the index names it from its outcome."""
+    from reports.pages.outcome import is_ok
+
+    retry_failed_pages()
+    outcomes = {r: checkpoints.report_notebook.get(report=r).output.outcome for r in REPORTS}
+    ok = [report for report, path in outcomes.items() if is_ok(path)]
+    return {
+        "reports": expand(rules.report_html.output.html, report=ok),
+        "notebooks": expand(rules.report_html.output.notebook, report=ok),
+    }
+
+
 def papermill_parameters(wildcards, input):
     return [arg for name in report_inputs(wildcards) for arg in ("-p", name, input[name])]
 
@@ -246,7 +297,8 @@ def table_kind(path):
 def leaves():
     """Every file the study keeps, as {path: (kind, what its file name says it holds)}: the
     records, verdicts and build results; the ceilings, provenance and model tables; the
-    collected tables; the reports, their executed notebooks, the index and its packed copy.
+    collected tables; the reports' outcomes, the index and its packed copy (the reports and
+    their executed notebooks are checked with them: published_pages).
     `all` asks for each, so a deleted one is made again although what was built from it is
     newer than it, and so is a damaged one (set_aside_damaged)."""
     found = {}
@@ -257,10 +309,18 @@ def leaves():
         build = output_of(rules.build.output.json, Point.from_name(names[0]))
         found[build] = ("build", build_points_of(job))
     found |= {table: (table_kind(table), None) for table in TABLES}
-    pages = [*rules.index.input.reports, *rules.index.input.notebooks, rules.index.output[0]]
-    found |= {page: ("page", None) for page in pages}
+    # every page's outcome (rendered or failed: report_outcome); the pages themselves are the
+    # index's inputs once their outcome says they rendered (published_pages)
+    found |= {report_outcome(report): (None, None) for report in REPORTS}
+    found[rules.index.output[0]] = ("page", None)
     found[rules.pack.output[0]] = (None, None)
     return found
+
+
+def published_pages():
+    """Every report's HTML and executed notebook as {path: (kind, None)}: looked at for
+    damage where they are, made (or not, for a page that failed) through the index."""
+    return {path: ("page", None) for path in expand(rules.report_html.output, report=REPORTS)}
 
 
 def point_files(wildcards=None):
@@ -324,7 +384,7 @@ def set_aside_damaged(files):
 def study_targets(wildcards):
     """`all`'s input: every leaf of the study, each checked for damage first."""
     files = leaves()
-    set_aside_damaged(files)
+    set_aside_damaged(files | published_pages())
     return sorted(files)
 
 
@@ -354,6 +414,30 @@ def print_run_summary():
     index = Path(RESULTS, "index.html")
     if index.exists():
         logger.info(f"attnio: reports: {index}")
+    failed_pages_end_the_run()
+
+
+def failed_pages_end_the_run():
+    """A page that did not render (its outcome, reports.pages.outcome) is named with its first
+    error line and its log, and, when this run's plan held the pages, ends the run non-zero
+    (the others rendered and the index names it): its closing line names each such page.
+    The next run renders it again (retry_failed_pages)."""
+    from reports.pages.outcome import failed, failure_line
+
+    pages = failed(report_outcome(report) for report in REPORTS)
+    if not pages:
+        return
+    for page in pages:
+        logger.error(f"attnio: page failed: {failure_line(page)}")
+    planned = any(job.rule.name == "report_notebook" for job in workflow.dag.jobs)
+    if planned:
+        # the closing line, and the run's exit status (a raised error would add its traceback)
+        said = "; ".join(f"{page['page']} ({page['error']})" for page in pages)
+        logger.error(
+            f"attnio: {len(pages)} report page(s) did not render: {said}; the index names "
+            "them with their logs, and the next run renders them again"
+        )
+        raise SystemExit(1)
 
 
 class TargetJobInfo(logging.Filter):

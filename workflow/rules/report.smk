@@ -3,12 +3,17 @@ PAGE_CODE = sorted(
 )
 
 
-rule report_notebook:
-    """Execute one report template with papermill. The executed notebook is kept under
-    logs/ even when a cell fails (not as a log: a failed job shows its log on the console,
-    which ends with the one line naming the input and the reason); the result, with cell ids
-    and timings made independent of the run (reports.stable), is copied into place only on
-    success."""
+# A page whose notebook raises never takes the others down: its notebook job ends well and
+# its outcome says why (reports.pages.outcome); the index, which reads every outcome (so the
+# notebook rule is a checkpoint), links the pages that rendered and names the failed ones, the
+# pack holds what exists, and the run ends non-zero naming them (print_run_summary). The
+# next run tries a failed page again (retry_failed_pages).
+checkpoint report_notebook:
+    """Execute one report template with papermill into logs/ (the executed notebook is kept
+    there for the reader, also when a cell raised; cell ids and timings made independent of
+    the run by reports.stable) and write its outcome: rendered, or failed with the
+    notebook's first error line and its log. The job fails only when papermill could not
+    run the notebook at all."""
     input:
         unpack(report_inputs),
         # relative to the working directory, so that a moved checkout re-renders nothing
@@ -16,26 +21,32 @@ rule report_notebook:
         # the pages' code: a change to it renders the reports again
         pages=PAGE_CODE,
     output:
-        f"{RESULTS}/reports/{{report}}.ipynb",
+        outcome=report_outcome("{report}"),
+        notebook=f"{RESULTS}/logs/reports/{{report}}.ipynb",
     log:
         f"{RESULTS}/logs/reports/{{report}}.log",
     conda:
         "../../envs/attnio.yaml"
     params:
         parameters=papermill_parameters,
-        notebook=lambda wc: f"{RESULTS}/logs/reports/{wc.report}.ipynb",
+        # what report_html published for it earlier: a failed page removes them
+        published=lambda wc: [
+            f"--replaces={path}" for path in expand(rules.report_html.output, report=wc.report)
+        ],
     shell:
-        "papermill {input.template:q} {params.notebook:q} -k python3 {params.parameters:q} "
-        "> {log:q} 2>&1 && python -m reports.stable {params.notebook:q} "
-        ">> {log:q} 2>&1 && cp {params.notebook:q} {output:q}"
+        "python -m reports.pages.outcome run {input.template:q} {output.notebook:q} "
+        "{output.outcome:q} {log:q} {params.published:q} -- {params.parameters:q}"
 
 
 rule report_html:
-    """The executed notebook as HTML, images embedded, code hidden unless report.show_code."""
+    """A page that rendered: its executed notebook in place, and as HTML, images embedded,
+    code hidden unless report.show_code. Refused for a page whose notebook failed."""
     input:
-        rules.report_notebook.output,
+        outcome=rules.report_notebook.output.outcome,
+        notebook=rules.report_notebook.output.notebook,
     output:
-        report(
+        notebook=f"{RESULTS}/reports/{{report}}.ipynb",
+        html=report(
             f"{RESULTS}/reports/{{report}}.html",
             caption="../report/reports.rst",
             category="Reports",
@@ -48,16 +59,19 @@ rule report_html:
     params:
         code=[] if config["report"]["show_code"] else ["--no-input"],
     shell:
-        "jupyter nbconvert --to html {params.code:q} --stdout {input:q} > {output:q}.tmp 2> {log:q} "
-        "&& mv {output:q}.tmp {output:q}"
+        "python -m reports.pages.outcome rendered {input.outcome:q} > {log:q} 2>&1 "
+        "&& cp {input.notebook:q} {output.notebook:q}.tmp && mv {output.notebook:q}.tmp {output.notebook:q} "
+        "&& jupyter nbconvert --to html {params.code:q} --stdout {output.notebook:q} > {output.html:q}.tmp "
+        "2>> {log:q} && mv {output.html:q}.tmp {output.html:q}"
 
 
 rule index:
-    """The landing page: the findings, every point with its record and log, provenance,
+    """The landing page: the findings, every page that rendered and each that failed (its
+    first error line, its log), every point with its record and log, provenance,
     validation verdicts, the tables behind the reports, the configuration."""
     input:
-        reports=expand(rules.report_html.output[0], report=REPORTS),
-        notebooks=expand(rules.report_notebook.output[0], report=REPORTS),
+        unpack(rendered_pages),
+        outcomes=expand(rules.report_notebook.output.outcome, report=REPORTS),
         metrics=rules.collect.output.parquet,
         env=rules.env.output,
         validation=sorted({output_of(rules.validate.output[0], p) for p in POINTS}),
@@ -79,12 +93,12 @@ rule index:
 
 
 rule pack:
-    """The index with every file it links to (reports, tables, point records and logs) in
-    one folder: `snakemake --report report.zip` packs it as it is, so its links work
+    """The index with every file it links to that exists (the reports that rendered, the
+    logs of those that failed, tables, point records and logs) in one folder: `snakemake --report report.zip` packs it as it is, so its links work
     offline. The reports are also packed one by one, each with its own caption."""
     input:
+        unpack(rendered_pages),
         index=rules.index.output[0],
-        reports=rules.index.input.reports,
         tables=TABLES,
     output:
         report(

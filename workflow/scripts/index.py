@@ -1,4 +1,5 @@
-"""Thin entry point: results/index.html with reports.pages.index."""
+"""Thin entry point: results/index.html with reports.pages.index (every page that rendered
+linked, each that failed named from its outcome)."""
 
 from kernels.io.script_log import logged_to
 from reports.pages import index
@@ -16,4 +17,5 @@ with logged_to(smk.log[0]):
         smk.input.predictions,
         smk.params.tables,
         smk.input.stage_times,
+        list(smk.input.outcomes),
     )
