@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from kernels.build.table import write_build_table
 from kernels.io.atomic import write_csv_atomic
 from kernels.io.records import validate_record
 from kernels.io.tables import write_tables
 from kernels.measure import gates
+from kernels.measure.ceilings import unavailable
 from kernels.measure.run import base_record
 from kernels.spec import DEFAULT_INTERPRETER_LIMIT
 from kernels.study import model_tables, prediction_tables, stage_predictions
@@ -138,14 +141,14 @@ def planned_sweep(*configs: Path) -> list[dict]:
     return sweep if isinstance(sweep, list) else [sweep]
 
 
-def write_study(results: Path, sweep: list[dict], cache_bytes: int, device: str = "cpu") -> list[dict]:
-    """results/ as the workflow leaves it before the reports, for ``sweep`` planned against
-    ``cache_bytes``; the resolved sweep's grids are returned."""
-    grids = resolved(sweep, cache_bytes)
-    records = [modelled_record(p, device, cache_bytes) for p in points(grids)]
+def write_results(
+    results: Path, grids: list[dict], records: list[dict], found_ceilings: dict, tile_errors: list[dict]
+) -> pd.DataFrame:
+    """results/ as the workflow leaves it before the reports, from the records of ``grids``
+    (resolved), the machine's ceilings and the tile errors; the metrics table is returned."""
     model = results / "model"
     model.mkdir(parents=True, exist_ok=True)
-    write_tables(
+    metrics = write_tables(
         records,
         results / "metrics.parquet",
         results / "metrics.csv",
@@ -159,12 +162,38 @@ def write_study(results: Path, sweep: list[dict], cache_bytes: int, device: str 
     prediction_tables.write(
         grids, [], model / "gpus.csv", model / "predictions.csv", model / "predicted_kernels.csv"
     )
-    write_csv_atomic(results / "tile_errors.csv", [], columns=TILE_ERROR_COLUMNS)
-    config = {"device": device, "cache_bytes": cache_bytes, "sweep": grids}
-    config["build"] = {"targets": ["sm_80", "sm_90"]}
-    env = {"device": device, "cpu": "made-up CPU", "cpu_count": 2, "versions": {}, "config": config}
-    (results / "env.json").write_text(json.dumps(env))
-    found = ceilings(cache_bytes)
-    (results / "ceilings.json").write_text(json.dumps(found))
-    stage_predictions.write(grids, found, model / "stage_predictions.csv")
+    write_csv_atomic(results / "tile_errors.csv", tile_errors, columns=TILE_ERROR_COLUMNS)
+    device = found_ceilings.get("device", "cpu")
+    config = {"device": device, "sweep": grids, "build": {"targets": ["sm_80", "sm_90"]}}
+    env = {"device": device, "cpu": "test CPU", "cpu_count": 2, "versions": {}}
+    (results / "env.json").write_text(json.dumps(env | {"config": config}))
+    (results / "ceilings.json").write_text(json.dumps(found_ceilings))
+    stage_predictions.write(grids, found_ceilings, model / "stage_predictions.csv")
+    return metrics
+
+
+def write_study(results: Path, sweep: list[dict], cache_bytes: int, device: str = "cpu") -> list[dict]:
+    """results/ for ``sweep`` planned against ``cache_bytes`` on the made-up machine; the
+    resolved sweep's grids are returned."""
+    grids = resolved(sweep, cache_bytes)
+    records = [modelled_record(p, device, cache_bytes) for p in points(grids)]
+    found = ceilings(cache_bytes) if device == "cpu" else unavailable(device, "no CUDA device")
+    write_results(results, grids, records, found, [])
     return grids
+
+
+def write_index(results: Path, templates: list[Path]) -> str:
+    """results/index.html for a study written here (no validation results, no point files)."""
+    from reports.pages import index
+
+    index.write(
+        results / "env.json",
+        results / "metrics.parquet",
+        [],
+        templates,
+        results / "build.csv",
+        results / "index.html",
+        predictions_path=results / "model" / "predictions.csv",
+        stage_times_path=results / "stage_times.csv",
+    )
+    return (results / "index.html").read_text()

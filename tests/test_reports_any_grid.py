@@ -18,7 +18,7 @@ from collections import namedtuple
 
 import pandas as pd
 import pytest
-from modelled_study import planned_sweep, write_study
+from modelled_study import planned_sweep, write_index, write_study
 from test_reports_any_study import TEMPLATES, said
 from workflow_run import ROOT, env
 
@@ -79,8 +79,6 @@ def _sweep(planned) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def studies(tmp_path_factory) -> dict[str, Grid]:
-    from reports.pages import index
-
     base = tmp_path_factory.mktemp("grids")
     folders = {}
     for number, (name, (planned, cache_bytes, device)) in enumerate(GRIDS.items()):
@@ -98,18 +96,9 @@ def studies(tmp_path_factory) -> dict[str, Grid]:
     found = {}
     for name, folder in folders.items():
         results = folder / "results"
-        index.write(
-            results / "env.json",
-            results / "metrics.parquet",
-            [],
-            TEMPLATES,
-            results / "build.csv",
-            results / "index.html",
-            predictions_path=results / "model" / "predictions.csv",
-            stage_times_path=results / "stage_times.csv",
-        )
+        page = write_index(results, TEMPLATES)
         pages = json.loads((folder / "rendered.json").read_text())
-        found[name] = Grid(pages, (results / "index.html").read_text(), results, GRIDS[name][1])
+        found[name] = Grid(pages, page, results, GRIDS[name][1])
     return found
 
 

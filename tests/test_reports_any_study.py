@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from modelled_study import write_index, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = sorted((ROOT / "reports").glob("*.ipynb"))
@@ -146,40 +147,14 @@ TILE_ERRORS = [
 def write_study(results: Path, sweep: list[dict], validation: list[dict] | None) -> pd.DataFrame:
     """results/ as the workflow would leave it for this sweep, minus the reports: the
     records measured here, the model's tables, provenance, ceilings, no build."""
-    from kernels.build.table import write_build_table
-    from kernels.io.atomic import write_csv_atomic
-    from kernels.io.tables import write_tables
     from kernels.measure.run import measure
-    from kernels.study import model_tables, prediction_tables, stage_predictions
     from kernels.study.sweep import points
 
-    (results / "model").mkdir(parents=True)
     records = [measure(point, "cpu", seed=0, validation=validation) for point in points(sweep)]
-    metrics = write_tables(
-        records,
-        results / "metrics.parquet",
-        results / "metrics.csv",
-        results / "stages.csv",
-        results / "stage_times.csv",
-    )
-    write_build_table([], results / "build.csv")
-    model = results / "model"
-    model_tables.write(
-        sweep, model / "matrix_sizes.csv", model / "block_traffic.csv", model / "softmax_example.json"
-    )
-    prediction_tables.write(
-        sweep, [], model / "gpus.csv", model / "predictions.csv", model / "predicted_kernels.csv"
-    )
-    write_csv_atomic(results / "tile_errors.csv", TILE_ERRORS)
-    config = {"device": "cpu", "sweep": sweep, "build": {"targets": ["sm_80", "sm_90"]}}
-    env = {"device": "cpu", "cpu": "test CPU", "cpu_count": 2, "versions": {}, "config": config}
-    (results / "env.json").write_text(json.dumps(env))
     ceilings = {"device_name": "test CPU", "threads": 2, "copy_gbps": 10.0}
     ceilings |= {"matmul_tflops": 0.05, "matmul_dtype": "float32"}
-    (results / "ceilings.json").write_text(json.dumps(ceilings))
     # no exponentials' rate in these ceilings: the GPUs' rows only, as where ceilings lack one
-    stage_predictions.write(sweep, ceilings, model / "stage_predictions.csv")
-    return metrics
+    return write_results(results, sweep, records, ceilings, TILE_ERRORS)
 
 
 Study = namedtuple("Study", "metrics pages index results")
@@ -191,8 +166,6 @@ def rendered(tmp_path_factory) -> dict:
     """name → Study: its metrics, {page: outputs and error}, the index's HTML (None where
     the index is not rendered) and its results folder."""
     from workflow_run import env
-
-    from reports.pages import index
 
     base = tmp_path_factory.mktemp("studies")
     metrics = {}
@@ -215,16 +188,7 @@ def rendered(tmp_path_factory) -> dict:
     for name in names:
         results = base / name / "results"
         if name in STUDIES:
-            index.write(
-                results / "env.json",
-                results / "metrics.parquet",
-                [],
-                TEMPLATES,
-                results / "build.csv",
-                results / "index.html",
-                predictions_path=results / "model" / "predictions.csv",
-                stage_times_path=results / "stage_times.csv",
-            )
+            write_index(results, TEMPLATES)
         pages = json.loads((base / name / "rendered.json").read_text())
         page = results / "index.html"
         out[name] = Study(metrics[name], pages, page.read_text() if page.exists() else None, results)
