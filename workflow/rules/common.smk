@@ -194,7 +194,7 @@ def retry_failed_pages():
     if not workflow.is_main_process or RETRIED:
         return
     RETRIED.append(True)
-    if not (workflow.dryrun or (workflow.executor_plugin is not None and not workflow.touch)):
+    if not plans_jobs():
         return
     for report in REPORTS:
         path = report_outcome(report)
@@ -211,6 +211,26 @@ def retry_failed_pages():
             workflow.dag.forcefiles.add(path)
 
 
+def plans_jobs():
+    """Whether this invocation runs jobs or plans them (a run, a dry run), not --report,
+    --summary, --touch and the like, which only read what the last run left."""
+    return workflow.dryrun or (workflow.executor_plugin is not None and not workflow.touch)
+
+
+def page_outcomes():
+    """Each report's outcome file, once the checkpoint report_notebook made it. Snakemake's
+    --report never counts a checkpoint as done (it plans nothing), so there the outcomes the
+    last run left are read as they are."""
+    from snakemake.exceptions import IncompleteCheckpointException
+
+    try:
+        return {r: checkpoints.report_notebook.get(report=r).output.outcome for r in REPORTS}
+    except IncompleteCheckpointException:
+        if plans_jobs():
+            raise
+        return {report: report_outcome(report) for report in REPORTS}
+
+
 def rendered_pages(wildcards):
     """The pages whose notebook ran through (their outcome says so, once the checkpoint
     report_notebook has run): their HTML and executed notebook. A failed page is not asked
@@ -218,7 +238,7 @@ def rendered_pages(wildcards):
     from reports.pages.outcome import is_ok
 
     retry_failed_pages()
-    outcomes = {r: checkpoints.report_notebook.get(report=r).output.outcome for r in REPORTS}
+    outcomes = page_outcomes()
     ok = [report for report, path in outcomes.items() if is_ok(path)]
     return {
         "reports": expand(rules.report_html.output.html, report=ok),
