@@ -10,17 +10,14 @@ study has, the hand-off page names the lengths and the cache its sweep followed.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from collections import namedtuple
 
 import pandas as pd
 import pytest
 from modelled_study import planned_sweep, write_index, write_study
-from test_reports_any_study import TEMPLATES, said
-from workflow_run import ROOT, env
+from test_reports_any_study import TEMPLATES, render_in_a_kernel, said
+from workflow_run import ROOT
 
 MIB = 2**20
 PRESETS = ROOT / "config" / "presets"
@@ -84,20 +81,12 @@ def studies(tmp_path_factory) -> dict[str, Grid]:
     for number, (name, (planned, cache_bytes, device)) in enumerate(GRIDS.items()):
         folders[name] = base / f"study{number}"
         write_study(folders[name] / "results", _sweep(planned), cache_bytes, device)
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "test_reports_any_study.py"), *map(str, folders.values())],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env() | {"MPLBACKEND": "Agg"},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    rendered = render_in_a_kernel(list(folders.values()))
     found = {}
     for name, folder in folders.items():
         results = folder / "results"
         page = write_index(results, TEMPLATES)
-        pages = json.loads((folder / "rendered.json").read_text())
+        pages = rendered[folder]
         found[name] = Grid(pages, page, results, GRIDS[name][1])
     return found
 

@@ -157,6 +157,23 @@ def write_study(results: Path, sweep: list[dict], validation: list[dict] | None)
     return write_results(results, sweep, records, ceilings, TILE_ERRORS)
 
 
+def render_in_a_kernel(studies: list[Path], timeout: int = 900) -> dict[Path, dict]:
+    """Every page of each study, rendered by this file run as a script (its own IPython
+    shell): study → {page: outputs and error}."""
+    from workflow_run import env
+
+    done = subprocess.run(
+        [sys.executable, __file__, *map(str, studies)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env() | {"MPLBACKEND": "Agg"},
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {study: json.loads((study / "rendered.json").read_text()) for study in studies}
+
+
 Study = namedtuple("Study", "metrics pages index results")
 GARBAGE = "garbage_env"  # one_point's results with results/env.json that is not JSON
 
@@ -165,8 +182,6 @@ GARBAGE = "garbage_env"  # one_point's results with results/env.json that is not
 def rendered(tmp_path_factory) -> dict:
     """name → Study: its metrics, {page: outputs and error}, the index's HTML (None where
     the index is not rendered) and its results folder."""
-    from workflow_run import env
-
     base = tmp_path_factory.mktemp("studies")
     metrics = {}
     for name, (sweep, validation) in STUDIES.items():
@@ -175,21 +190,13 @@ def rendered(tmp_path_factory) -> dict:
     (base / GARBAGE / "results" / "env.json").write_text("garbage{\n")
     metrics[GARBAGE] = metrics["one_point"]
     names = [*STUDIES, GARBAGE]
-    done = subprocess.run(
-        [sys.executable, __file__, *(str(base / name) for name in names)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env() | {"MPLBACKEND": "Agg"},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    rendered = render_in_a_kernel([base / name for name in names])
     out = {}
     for name in names:
         results = base / name / "results"
         if name in STUDIES:
             write_index(results, TEMPLATES)
-        pages = json.loads((base / name / "rendered.json").read_text())
+        pages = rendered[base / name]
         page = results / "index.html"
         out[name] = Study(metrics[name], pages, page.read_text() if page.exists() else None, results)
     return out
