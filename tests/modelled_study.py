@@ -88,7 +88,8 @@ def modelled_record(point: Point, device: str, cache_bytes: int) -> dict:
         return record
     record |= {"finished_at": record["started_at"], "wall_seconds": 0.5, "nonfinite_outputs": 0}
     record["max_abs_error"] = 0.25 if point.impl == "triton_tile_softmax" else 1e-3 if point.e == 2 else 1e-6
-    record["peak_alloc_bytes"] = (record["bytes_S"] or 0) + (record["bytes_P"] or 0) + 1
+    inputs_and_output = 4 * point.groups * point.tokens * point.head_dim * point.e  # q, k, v, O
+    record["peak_alloc_bytes"] = (record["bytes_S"] or 0) + (record["bytes_P"] or 0) + inputs_and_output
     if point.triton:
         record["time_reason"] = "not timed: Triton interpreter (correctness and counting only)"
         record["stage_time_reason"] = record["time_reason"]
@@ -128,8 +129,8 @@ def ceilings(cache_bytes: int, device_name: str = "made-up CPU") -> dict:
 
 
 def planned_sweep(*configs: Path) -> list[dict]:
-    """The sweep of config/config.yaml with ``configs`` laid over it as Snakemake does (a
-    later file's top-level keys replace the earlier's), with the schema's defaults."""
+    """The sweep of config/config.yaml with ``configs`` laid over it (a later file's sweep
+    replaces the earlier's, as Snakemake replaces a list), with the schema's defaults."""
     import yaml
     from snakemake.utils import validate
 
