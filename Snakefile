@@ -28,11 +28,17 @@ include: "workflow/rules/budget.smk"
 include: "workflow/rules/profile.smk"
 
 
+onstart:
+    start_workers()
+
+
 onsuccess:
+    end_workers()
     print_run_summary()
 
 
 onerror:
+    end_workers()
     print_run_summary()
 
 

@@ -107,8 +107,10 @@ def timed_stage_table(records: list[dict]) -> pd.DataFrame:
 def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, stages = [], []
     for record in records:
-        row = {k: v for k, v in record.items() if k not in ("stages", "stage_times", "versions", *NESTED)}
+        skip = ("stages", "stage_times", "versions", "process", *NESTED)
+        row = {k: v for k, v in record.items() if k not in skip}
         row |= {f"version_{k}": v for k, v in record["versions"].items()}
+        row |= {f"process_{k}": v for k, v in (record.get("process") or {}).items()}
         row |= {k: json.dumps(record[k]) if record.get(k) else None for k in NESTED}
         rows.append(row)
         key = {k: record[k] for k in POINT_KEY}

@@ -73,6 +73,22 @@ def device_name(device: str) -> str:
     return platform.processor() or platform.machine()
 
 
+# the warm worker measuring this process's points (kernels.warm.worker), if any
+_worker: dict = {"pid": None, "points_before": 0}
+
+
+def set_worker(pid: int | None, points_before: int) -> None:
+    """Called by the warm worker around each job: the records it writes say so."""
+    _worker.update(pid=pid, points_before=points_before)
+
+
+def measured_by() -> dict:
+    """Which process measured a point: its id, whether it was a warm worker that had served
+    other jobs (else the command's own process) and how many points it measured before."""
+    warm = _worker["pid"] == os.getpid()
+    return {"pid": os.getpid(), "warm": warm, "points_before": _worker["points_before"] if warm else 0}
+
+
 def versions() -> dict:
     import numpy
     import torch

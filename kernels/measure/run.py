@@ -23,7 +23,7 @@ from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.measure.gates import skip_reason
 from kernels.measure.memory import peak_allocated
-from kernels.measure.provenance import device_name, versions
+from kernels.measure.provenance import device_name, measured_by, versions
 from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT, REFERENCE_CHUNK_BYTES
 from kernels.study import cost
 from kernels.study.launch import launch_candidates
@@ -236,6 +236,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "started_at": now(),
         "finished_at": None,
         "versions": versions(),
+        "process": measured_by(),
         "traffic_counted_bytes": None,
         "peak_alloc_bytes": None,
         "time_ms": None,

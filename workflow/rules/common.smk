@@ -14,6 +14,7 @@ from kernels.study import device as attnio_device
 from kernels.study import point as attnio_point
 from kernels.study import sweep as attnio_sweep
 from kernels.study.point import Point
+from kernels.warm import session as attnio_warm
 
 RESULTS = "results"
 # One report per notebook template in reports/; its title is the notebook's first heading.
@@ -406,6 +407,21 @@ def study_targets(wildcards):
     files = leaves()
     set_aside_damaged(files | published_pages())
     return sorted(files)
+
+
+# One warm worker per lane for the jobs' commands (kernels.warm): started by the first job
+# that needs it, ended with the run; a cluster's jobs run on other hosts and start their own
+# processes.
+WARM_RUN = {}
+
+
+def start_workers():
+    if workflow.is_main_process and workflow.local_exec:
+        WARM_RUN["run"] = attnio_warm.begin(RESULTS, config["limits"]["worker_leak_mb"])
+
+
+def end_workers():
+    attnio_warm.end(WARM_RUN.pop("run", None))
 
 
 def print_run_summary():

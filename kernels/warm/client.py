@@ -1,0 +1,238 @@
+"""A job's command as a thin client: hand it to the run's warm worker, report what happened.
+
+``python -m kernels COMMAND ...`` inside a run with a session (kernels.warm.session) claims a
+lane of the command's kind, starts the lane's worker when it has none, and sends it the
+arguments, the working folder, the environment and the job's own stdout and stderr (so the
+job's log reads as if the command had run here). The exit status is the command's.
+
+When the worker dies during a measure job (a segfault, an out-of-memory kill, a CUDA error
+that ends the process) or does not answer within the point's time limit and a grace, the
+point is recorded here as failed with the reason, from the record the worker sent before
+it started; the next job starts a fresh worker. Where no worker can be used (no session, an
+opt-out, a lane that cannot be locked, a worker that cannot start), ``handed_over`` returns
+None and the command runs in this process, as without a session.
+
+Standard library only (kernels.io.records on a crash): no torch, no triton.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kernels.warm import lanes, session
+
+WARM_COMMANDS = ("measure", "validate", "build", "ceilings", "tile-errors")
+STARTUP_LIMIT_S = 300.0  # importing torch and triton on a slow, busy machine
+EXIT_WAIT_S = 5.0  # for the keeper to record how a worker that hung up ended
+GRACE_S = 30.0  # past a measure job's --time-limit before its worker is killed
+DEFAULT_TIME_LIMIT_S = 900.0  # kernels.spec.JOB_LIMIT_SECONDS, without importing the rest
+SIGNALS = {
+    "SIGSEGV": "a segmentation fault",
+    "SIGBUS": "a bus error",
+    "SIGILL": "an illegal instruction",
+    "SIGFPE": "an arithmetic fault",
+    "SIGABRT": "an abort",
+    "SIGKILL": "killed: the out-of-memory killer, or kill -9",
+    "SIGTERM": "terminated",
+}
+
+
+def note(text: str) -> None:
+    print(f"attnio worker: {text}", file=sys.stderr, flush=True)
+
+
+def handed_over(argv: list[str]) -> int | None:
+    """The command's exit status after the worker ran it; None to run it in this process."""
+    if not argv or argv[0] not in WARM_COMMANDS or {"-h", "--help"} & set(argv):
+        return None
+    run = session.current()
+    if run is None:
+        return None
+    claimed = lanes.claim(run, lanes.kind_of(argv), lanes.mode_of(argv))
+    if claimed is None:
+        note("no lane could be locked; running in this process")
+        return None
+    with claimed as lane:
+        sock = lane.connect() or start_worker(lane)
+        if sock is None:
+            return None
+        with sock:
+            return Job(lane, sock, argv).run()
+
+
+def start_worker(lane: lanes.Lane) -> socket.socket | None:
+    """Start the lane's keeper (which starts the worker) and wait until the worker listens."""
+    with open(lane.log, "a") as log:
+        keeper = subprocess.Popen(
+            [sys.executable, "-m", "kernels.warm.keeper", lane.as_json()],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + STARTUP_LIMIT_S
+    while time.monotonic() < deadline:
+        sock = lane.connect()
+        if sock is not None:
+            return sock
+        if keeper.poll() is not None:
+            note(f"the worker did not start (see {lane.log}); running in this process")
+            return None
+        time.sleep(0.02)
+    note(f"the worker did not listen within {STARTUP_LIMIT_S:g} s (see {lane.log}); running in this process")
+    _kill(keeper.pid, signal.SIGTERM)
+    return None
+
+
+def time_limit(argv: list[str]) -> float | None:
+    """A measure job's --time-limit (the worker stops the point itself then)."""
+    if argv[0] != "measure":
+        return None
+    for i, arg in enumerate(argv):
+        if arg == "--time-limit" and i + 1 < len(argv):
+            try:
+                return float(argv[i + 1])
+            except ValueError:
+                return None
+    return DEFAULT_TIME_LIMIT_S
+
+
+class WorkerGoneError(Exception):
+    """The worker hung up without saying the command was done."""
+
+
+class Job:
+    def __init__(self, lane: lanes.Lane, sock: socket.socket, argv: list[str]) -> None:
+        self.lane, self.sock, self.argv = lane, sock, argv
+        self.worker_pid: int | None = None
+        self.failed_record: dict | None = None  # what a measure job's record says if it dies
+        self.out: str | None = None
+        self.started = time.time()
+        self._buffer = b""
+
+    def run(self) -> int:
+        previous = {s: signal.signal(s, self._cancelled) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._send()
+            limit = time_limit(self.argv)
+            deadline = None if limit is None else time.monotonic() + limit + GRACE_S
+            while True:
+                message = self._receive(deadline)
+                if message is None:  # past the time limit and the grace
+                    return self._overdue(limit)
+                if message["event"] == "started":
+                    self.worker_pid = message["pid"]
+                elif message["event"] == "failed_record":
+                    self.failed_record, self.out = message["record"], message["out"]
+                elif message["event"] == "done":
+                    if message.get("retired"):
+                        note(f"worker {self.worker_pid} ends after this job: {message['retired']}")
+                    return int(message["rc"])
+        except (WorkerGoneError, ConnectionError):
+            return self._died()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _send(self) -> None:
+        request = {"argv": self.argv, "cwd": os.getcwd(), "env": dict(os.environ), "client": os.getpid()}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        socket.send_fds(self.sock, [b"F"], [1, 2])
+        self.sock.sendall(json.dumps(request).encode() + b"\n")
+
+    def _receive(self, deadline: float | None) -> dict | None:
+        while b"\n" not in self._buffer:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                return None
+            if not chunk:
+                raise WorkerGoneError
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def _cancelled(self, signum, frame) -> None:
+        """Snakemake ends the job (Ctrl-C, a cancelled run): the worker's command with it."""
+        if self.worker_pid:
+            _kill(self.worker_pid, signal.SIGTERM)
+        raise SystemExit(128 + signum)
+
+    def _exit_status(self) -> dict | None:
+        if self.worker_pid is None:
+            return None
+        path = self.lane.exit_file(self.worker_pid)
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                return json.loads(path.read_text())
+            except (OSError, ValueError):
+                time.sleep(0.02)
+        return None
+
+    def _died(self, reason: str | None = None) -> int:
+        status = self._exit_status()
+        if reason is None:
+            reason = death_reason(self.worker_pid, status)
+        written = self.out is not None and _written_since(self.out, self.started)
+        if status is not None and status.get("returncode") == 0 and (written or self.failed_record is None):
+            return 0  # the command ended the process itself after writing (its own time limit)
+        note(reason)
+        if self.failed_record is None:
+            return 1
+        from kernels.io.records import write_record
+
+        write_record(self.failed_record | {"reason": reason, "finished_at": _now()}, self.out)
+        print(f"{self.argv[0]}: failed ({reason}) -> {self.out}", flush=True)
+        return 0
+
+    def _overdue(self, limit: float) -> int:
+        if self.worker_pid:
+            _kill(self.worker_pid, signal.SIGKILL)
+        return self._died(
+            f"stopped after the time limit of {limit:g} s per measure job (--time-limit): the "
+            f"worker (pid {self.worker_pid}) had not stopped the point itself {GRACE_S:g} s later, "
+            "so it was killed"
+        )
+
+
+def death_reason(pid: int | None, status: dict | None) -> str:
+    who = f"the worker process (pid {pid})"
+    if status is None:
+        return f"{who} hung up during this job and its exit status could not be read"
+    if status.get("signal"):
+        name = status["signal"]
+        return f"{who} died during this job of {name} ({SIGNALS.get(name, 'a signal')})"
+    return f"{who} exited with status {status['returncode']} during this job"
+
+
+def _written_since(path: str, started: float) -> bool:
+    try:
+        return Path(path).stat().st_mtime >= started - 1.0
+    except OSError:
+        return False
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _kill(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)

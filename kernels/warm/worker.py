@@ -1,0 +1,207 @@
+"""The warm worker: torch and triton imported once (and on a GPU its CUDA context made once),
+then one command at a time from the lane's jobs (kernels.warm.client).
+
+``python -m kernels.warm.worker LANE`` is started by the lane's keeper. It fixes the Triton
+mode of its lane, imports what the commands import, listens on the lane's socket and runs
+each job's ``python -m kernels`` arguments through ``kernels.cli.main`` in the job's folder,
+environment and output files (kernels.warm.isolation). A measure job's record names this
+process and how many points it measured before. After a job that leaked memory (its point's
+record then says failed, naming the leak), left threads running, replaced torch functions or
+broke the GPU context, the worker ends; so it does when its keeper is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+
+from kernels.warm.lanes import Lane, lane_from_json
+
+PARENT_POLL_S = 0.5
+
+
+def fix_mode(mode: str) -> None:
+    from kernels.impl import mode as triton_mode
+
+    if mode != "auto":
+        triton_mode.set_interpret(mode == "interpret")
+    triton_mode.interpret()
+
+
+def warm_up(mode: str) -> None:
+    """Import what the commands import, and make the CUDA context where the lane compiles."""
+    import torch
+    import triton  # noqa: F401
+
+    import kernels.cli  # noqa: F401
+    import kernels.measure.ceilings  # noqa: F401
+    import kernels.measure.run  # noqa: F401
+    import kernels.measure.tile_errors  # noqa: F401
+    import kernels.measure.validate  # noqa: F401
+
+    if mode != "interpret" and torch.cuda.is_available():
+        torch.zeros(1, device="cuda").add_(1).item()
+
+
+def watch_parent(parent: int) -> None:
+    """End this process when its keeper is gone (the keeper ends it otherwise)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="attnio-keeper-watch", daemon=True).start()
+
+
+def receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    _, fds, _, _ = socket.recv_fds(conn, 1, 2)
+    buffer = b""
+    while not buffer.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionError("the job hung up before sending its command")
+        buffer += chunk
+    return json.loads(buffer), list(fds)
+
+
+def send(conn: socket.socket, **message) -> None:
+    conn.sendall(json.dumps(message).encode() + b"\n")
+
+
+def failed_record(argv: list[str]) -> tuple[dict, str] | None:
+    """A measure job's record as it reads if the point never finishes (status failed; the
+    client adds the reason), and its path; None for other commands or bad arguments."""
+    if argv[0] != "measure":
+        return None
+    from kernels.cli import build_parser, resolve_device
+    from kernels.measure.run import base_record
+    from kernels.study.point import Point
+
+    try:
+        args = build_parser().parse_args(argv)
+        point = Point.from_cli(args)
+        record = base_record(point, resolve_device(args.device), args.seed)
+    except (SystemExit, ValueError, Exception):  # noqa: BLE001 (the command itself will say why)
+        return None
+    return record | {"status": "failed"}, args.out
+
+
+def run_command(argv: list[str]) -> int:
+    from kernels.cli import main
+
+    try:
+        return main(argv) or 0
+    except SystemExit as exit:
+        if exit.code is None or isinstance(exit.code, int):
+            return exit.code or 0
+        print(exit.code, file=sys.stderr)
+        return 1
+    except BaseException:  # noqa: BLE001 (as Python would: the traceback, status 1)
+        traceback.print_exc()
+        return 1
+
+
+class Worker:
+    def __init__(self, lane: Lane) -> None:
+        from kernels.warm import isolation
+
+        self.lane = lane
+        self.points = 0
+        self.jobs = 0
+        self.leak_limit = lane.run.leak_mb * 2**20
+        isolation.release_memory()
+        self.pristine = isolation.Pristine.now()
+
+    def serve(self, conn: socket.socket) -> tuple[str | None, int]:
+        """One job: why this worker must end after it (None: it serves the next), and the
+        command's exit status."""
+        from kernels.measure import provenance
+        from kernels.warm import isolation
+
+        request, fds = receive(conn)
+        argv = request["argv"]
+        measures = argv[:1] == ["measure"]
+        send(conn, event="started", pid=os.getpid(), points_before=self.points, jobs_before=self.jobs)
+        threads = threading.active_count()
+        held = isolation.allocated_bytes()
+        provenance.set_worker(os.getpid(), self.points)
+        with isolation.job(self.pristine, request, fds):
+            planned = failed_record(argv)
+            if planned:
+                send(conn, event="failed_record", record=planned[0], out=planned[1])
+            rc = run_command(argv)
+            retired, leaked = isolation.retire_reason(self.pristine, held, threads, self.leak_limit)
+            if retired and planned and leaked > self.leak_limit:
+                record_leak(planned, retired)
+        provenance.set_worker(None, 0)
+        self.points += measures
+        self.jobs += 1
+        return retired, rc
+
+    def loop(self, server: socket.socket) -> None:
+        while True:
+            conn, _ = server.accept()
+            with conn:
+                try:
+                    retired, rc = self.serve(conn)
+                except (ConnectionError, OSError, ValueError) as err:
+                    print(
+                        f"worker {os.getpid()}: a job's connection failed: {err}", file=sys.stderr, flush=True
+                    )
+                    continue
+                if retired:
+                    server.close()  # no job may reach a worker that is ending
+                    print(
+                        f"worker {os.getpid()}: ends after job {self.jobs}: {retired}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                with contextlib.suppress(OSError):
+                    send(conn, event="done", rc=rc, retired=retired)
+                if retired:
+                    return
+
+
+def record_leak(planned: tuple[dict, str], reason: str) -> None:
+    """The point that leaked is recorded as failed, naming the leak."""
+    from kernels.io.records import write_record
+    from kernels.measure.run import now
+
+    record, out = planned
+    write_record(record | {"reason": f"{reason} (limits.worker_leak_mb)", "finished_at": now()}, out)
+
+
+def main(argv: list[str]) -> int:
+    import faulthandler
+
+    lane = lane_from_json(argv[0])
+    watch_parent(os.getppid())
+    started = time.perf_counter()
+    fix_mode(lane.mode)
+    warm_up(lane.mode)
+    faulthandler.enable()  # a crash's traceback goes to the job's stderr (its log)
+    worker = Worker(lane)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if not lane.address.startswith("\0"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lane.address)
+    server.bind(lane.address)
+    server.listen(1)
+    print(
+        f"worker {os.getpid()} ({lane.name}): ready in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    worker.loop(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

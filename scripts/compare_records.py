@@ -1,0 +1,80 @@
+"""Records of two runs of one study, point by point: every field but the timings, the
+timestamps and the measuring process must agree; the timings are shown side by side.
+
+    python scripts/compare_records.py RESULTS_A RESULTS_B
+
+Exit status 1 when a point is missing from one run or a field other than those differs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+# fields that differ between two runs of the same point by nature
+TIMING = ("time_ms", "time_p10_ms", "time_p90_ms", "repeats", "ncu_time_ms")
+VARYING = (
+    *TIMING,
+    "started_at",
+    "finished_at",
+    "wall_seconds",
+    "process",
+    "stage_times",
+    "launch_candidates",
+)
+STAGE_TIMING = (
+    "time_ms",
+    "time_p10_ms",
+    "time_p90_ms",
+    "cold_time_ms",
+    "cold_time_p10_ms",
+    "cold_time_p90_ms",
+    "repeats",
+)
+
+
+def records(results: Path) -> dict[str, dict]:
+    return {
+        str(path.relative_to(results / "points")): json.loads(path.read_text())
+        for path in (results / "points").rglob("*.json")
+    }
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    found = [key for key in sorted(set(a) | set(b)) if key not in VARYING and a.get(key) != b.get(key)]
+    stages_a, stages_b = a.get("stage_times") or [], b.get("stage_times") or []
+    if len(stages_a) != len(stages_b):
+        found.append("stage_times (count)")
+    for sa, sb in zip(stages_a, stages_b, strict=False):
+        found += [
+            f"stage_times.{sa['stage']}.{k}" for k in sa if k not in STAGE_TIMING and sa[k] != sb.get(k)
+        ]
+    return found
+
+
+def main(argv: list[str]) -> int:
+    first, second = records(Path(argv[0])), records(Path(argv[1]))
+    bad = 0
+    for name in sorted(set(first) | set(second)):
+        if name not in first or name not in second:
+            print(f"{name}: only in {'the second' if name not in first else 'the first'}")
+            bad += 1
+            continue
+        a, b = first[name], second[name]
+        differ = differences(a, b)
+        bad += bool(differ)
+        timing = ""
+        if a.get("time_ms") and b.get("time_ms"):
+            spread = [
+                f"{r['time_ms']:.4g} ms [{r['time_p10_ms']:.4g}, {r['time_p90_ms']:.4g}]" for r in (a, b)
+            ]
+            timing = f"{spread[0]} vs {spread[1]} ratio {b['time_ms'] / a['time_ms']:.3f}"
+        verdict = "DIFFER " + ", ".join(differ) if differ else "same"
+        print(f"{name}: {a['status']}/{b['status']} {verdict} {timing}")
+    print(f"{len(first)} and {len(second)} records; {bad} differ beyond their timings")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
