@@ -12,26 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-# fields that differ between two runs of the same point by nature
-TIMING = ("time_ms", "time_p10_ms", "time_p90_ms", "repeats", "ncu_time_ms")
-VARYING = (
-    *TIMING,
-    "started_at",
-    "finished_at",
-    "wall_seconds",
-    "process",
-    "stage_times",
-    "launch_candidates",
-)
-STAGE_TIMING = (
-    "time_ms",
-    "time_p10_ms",
-    "time_p90_ms",
-    "cold_time_ms",
-    "cold_time_p10_ms",
-    "cold_time_p90_ms",
-    "repeats",
-)
+from kernels.io.compare import differences
 
 
 def records(results: Path) -> dict[str, dict]:
@@ -39,18 +20,6 @@ def records(results: Path) -> dict[str, dict]:
         str(path.relative_to(results / "points")): json.loads(path.read_text())
         for path in (results / "points").rglob("*.json")
     }
-
-
-def differences(a: dict, b: dict) -> list[str]:
-    found = [key for key in sorted(set(a) | set(b)) if key not in VARYING and a.get(key) != b.get(key)]
-    stages_a, stages_b = a.get("stage_times") or [], b.get("stage_times") or []
-    if len(stages_a) != len(stages_b):
-        found.append("stage_times (count)")
-    for sa, sb in zip(stages_a, stages_b, strict=False):
-        found += [
-            f"stage_times.{sa['stage']}.{k}" for k in sa if k not in STAGE_TIMING and sa[k] != sb.get(k)
-        ]
-    return found
 
 
 def main(argv: list[str]) -> int:

@@ -63,11 +63,11 @@ def snakemake(
     )
 
 
-def start(workdir: Path, *args: str) -> subprocess.Popen:
+def start(workdir: Path, *args: str, environment: dict | None = None) -> subprocess.Popen:
     """A run in the background, in a session of its own so that a test can signal all of it."""
     return subprocess.Popen(
         command(workdir, *args),
-        env=env(),
+        env=environment or env(),
         cwd=workdir,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -32,7 +32,9 @@ from kernels.warm import lanes, session
 WARM_COMMANDS = ("measure", "validate", "build", "ceilings", "tile-errors")
 STARTUP_LIMIT_S = 300.0  # importing torch and triton on a slow, busy machine
 EXIT_WAIT_S = 5.0  # for the keeper to record how a worker that hung up ended
-GRACE_S = 30.0  # past a measure job's --time-limit before its worker is killed
+# past a measure job's --time-limit before its worker is killed: the worker's own watchdog
+# stops a point at the limit; only a point that holds the interpreter lock outlives it
+GRACE_MIN_S, GRACE_MAX_S = 3.0, 30.0
 DEFAULT_TIME_LIMIT_S = 900.0  # kernels.spec.JOB_LIMIT_SECONDS, without importing the rest
 SIGNALS = {
     "SIGSEGV": "a segmentation fault",
@@ -61,11 +63,16 @@ def handed_over(argv: list[str]) -> int | None:
         note("no lane could be locked; running in this process")
         return None
     with claimed as lane:
-        sock = lane.connect() or start_worker(lane)
-        if sock is None:
-            return None
-        with sock:
-            return Job(lane, sock, argv).run()
+        for _ in range(2):  # a worker that ends before it takes the job: once more, fresh
+            sock = lane.connect() or start_worker(lane)
+            if sock is None:
+                return None
+            with sock:
+                status = Job(lane, sock, argv).run()
+            if status is not None:
+                return status
+        note("two workers in a row ended before taking the job; running in this process")
+        return None
 
 
 def start_worker(lane: lanes.Lane) -> socket.socket | None:
@@ -90,6 +97,10 @@ def start_worker(lane: lanes.Lane) -> socket.socket | None:
     note(f"the worker did not listen within {STARTUP_LIMIT_S:g} s (see {lane.log}); running in this process")
     _kill(keeper.pid, signal.SIGTERM)
     return None
+
+
+def grace(limit: float) -> float:
+    return min(GRACE_MAX_S, max(GRACE_MIN_S, limit / 2))
 
 
 def time_limit(argv: list[str]) -> float | None:
@@ -118,12 +129,13 @@ class Job:
         self.started = time.time()
         self._buffer = b""
 
-    def run(self) -> int:
+    def run(self) -> int | None:
+        """The command's exit status; None when the worker ended before it took the job."""
         previous = {s: signal.signal(s, self._cancelled) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self._send()
             limit = time_limit(self.argv)
-            deadline = None if limit is None else time.monotonic() + limit + GRACE_S
+            deadline = None if limit is None else time.monotonic() + limit + grace(limit)
             while True:
                 message = self._receive(deadline)
                 if message is None:  # past the time limit and the grace
@@ -137,7 +149,7 @@ class Job:
                         note(f"worker {self.worker_pid} ends after this job: {message['retired']}")
                     return int(message["rc"])
         except (WorkerGoneError, ConnectionError):
-            return self._died()
+            return None if self.worker_pid is None else self._died()
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -205,7 +217,7 @@ class Job:
             _kill(self.worker_pid, signal.SIGKILL)
         return self._died(
             f"stopped after the time limit of {limit:g} s per measure job (--time-limit): the "
-            f"worker (pid {self.worker_pid}) had not stopped the point itself {GRACE_S:g} s later, "
+            f"worker (pid {self.worker_pid}) had not stopped the point itself {grace(limit):g} s later, "
             "so it was killed"
         )
 

@@ -192,8 +192,12 @@ class Pristine:
 @contextmanager
 def job(pristine: Pristine, request: dict, fds: list[int]) -> Iterator[None]:
     """The job's surroundings: its folder, environment, arguments and output files, in a
-    state set back to the pristine one; everything of the worker's own restored after."""
+    state set back to the pristine one, with the thread count its OMP_NUM_THREADS gives (as
+    torch's default in a process of its own); everything of the worker's own restored after."""
     pristine.set_back()
+    threads = job_threads(request["env"])
+    if threads:
+        torch.set_num_threads(threads)
     saved = [os.dup(1), os.dup(2)]
     try:
         os.chdir(request["cwd"])
@@ -217,6 +221,16 @@ def job(pristine: Pristine, request: dict, fds: list[int]) -> Iterator[None]:
         os.environ.update(pristine.environ)
         sys.argv = list(pristine.argv)
         pristine.set_back()
+
+
+def job_threads(environ: dict) -> int | None:
+    """The thread count a process of its own would start with: OMP_NUM_THREADS when it is a
+    positive number (Snakemake sets it to the job's threads)."""
+    try:
+        threads = int(environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return None
+    return threads if threads > 0 else None
 
 
 def cuda_broken() -> str | None:

@@ -49,12 +49,12 @@ def record_exit(lane: Lane, worker: subprocess.Popen) -> None:
 
 def main(argv: list[str]) -> int:
     lane = lane_from_json(argv[0])
-    lane.keeper_file.write_text(str(os.getpid()))
+    lane.keeper_file(os.getpid()).write_text(str(os.getpid()))
     ending = []
     signal.signal(signal.SIGTERM, lambda *_: ending.append(True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = subprocess.Popen([sys.executable, "-m", "kernels.warm.worker", argv[0]])
-    lane.worker_file.write_text(str(worker.pid))
+    lane.worker_file(worker.pid).write_text(str(worker.pid))
     try:
         while worker.poll() is None:
             if ending or not lane.run.ongoing():
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     finally:
         stop(worker)
         record_exit(lane, worker)
-        for path in (lane.worker_file, lane.keeper_file):
+        for path in (lane.worker_file(worker.pid), lane.keeper_file(os.getpid())):
             path.unlink(missing_ok=True)
     return 0
 

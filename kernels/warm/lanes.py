@@ -25,11 +25,14 @@ from pathlib import Path
 from kernels.warm.session import Run
 
 # variables read while modules are imported: a worker started with other values cannot serve
-IMPORT_TIME_PREFIXES = (
-    *("ATTNIO_", "TRITON_", "CUDA_", "PYTHON", "LD_"),
-    *("OMP_", "MKL_", "KMP_", "GOTO_", "OPENBLAS_", "VECLIB_", "NUMEXPR_"),  # Snakemake sets them per job
+IMPORT_TIME_PREFIXES = ("ATTNIO_", "TRITON_", "CUDA_", "PYTHON", "LD_", "OMP_", "MKL_", "KMP_")
+# the thread counts Snakemake sets per job (its threads): each job's own is given to torch by
+# the worker (kernels.warm.isolation), so only whether one is set makes a kind
+THREAD_COUNTS = (
+    *("OMP_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS"),
+    *("VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"),
 )
-NOT_IMPORT_TIME = ("ATTNIO_WORKER_RUN",)
+NOT_IMPORT_TIME = ("ATTNIO_WORKER_RUN", *THREAD_COUNTS)
 MAX_LANES = 64
 
 
@@ -64,7 +67,8 @@ def kind_of(argv: list[str], environ=os.environ, cwd: str | None = None) -> str:
         for key, value in environ.items()
         if key.startswith(IMPORT_TIME_PREFIXES) and key not in NOT_IMPORT_TIME
     }
-    basis = json.dumps([sys.executable, cwd or os.getcwd(), sorted(imported.items())])
+    counted = [name for name in THREAD_COUNTS if name in environ]
+    basis = json.dumps([sys.executable, cwd or os.getcwd(), sorted(imported.items()), counted])
     return f"{mode_of(argv, environ)}-{hashlib.sha256(basis.encode()).hexdigest()[:10]}"
 
 
@@ -78,13 +82,12 @@ class Lane:
     def log(self) -> Path:
         return self.run.folder / f"{self.name}.log"
 
-    @property
-    def keeper_file(self) -> Path:
-        return self.run.folder / f"keeper-{self.name}.pid"
+    def keeper_file(self, pid: int) -> Path:
+        """Names a running keeper (one per file: a lane's ending keeper and its next may overlap)."""
+        return self.run.folder / f"keeper-{self.name}-{pid}.pid"
 
-    @property
-    def worker_file(self) -> Path:
-        return self.run.folder / f"worker-{self.name}.pid"
+    def worker_file(self, pid: int) -> Path:
+        return self.run.folder / f"worker-{self.name}-{pid}.pid"
 
     def exit_file(self, pid: int) -> Path:
         return self.run.folder / "exits" / f"{pid}.json"

@@ -113,10 +113,10 @@ def current(environ=os.environ) -> Run | None:
     return run if run is not None and run.ongoing() else None
 
 
-def keepers(run: Run) -> list[int]:
-    """The keepers' process ids (each writes keeper-<lane>.pid while it runs)."""
+def keepers(run: Run, kind: str = "keeper") -> list[int]:
+    """The keepers' (or workers') process ids: each has a <kind>-<lane>-<pid>.pid while it runs."""
     found = []
-    for path in run.folder.glob("keeper-*.pid"):
+    for path in run.folder.glob(f"{kind}-*.pid"):
         try:
             found.append(int(path.read_text()))
         except (OSError, ValueError):
@@ -135,7 +135,7 @@ def end(run: Run | None) -> int:
     deadline = time.monotonic() + END_WAIT_S
     while time.monotonic() < deadline and any(_exists(pid) for pid in pids):
         time.sleep(0.05)
-    for pid in pids:
+    for pid in [*pids, *keepers(run, "worker")]:  # what did not end when asked
         _signal(pid, signal.SIGKILL)
     os.environ.pop(RUN_VARIABLE, None)
     return len(pids)

@@ -1,0 +1,289 @@
+"""The warm worker (kernels.warm): one process per lane measures point after point, and a point
+never changes another's record. Faults are injected by implementations of this test's own
+(plugins): a segfault, a kill as the out-of-memory killer does it, a hang with and without
+the interpreter lock, a leak, a process state poisoned or patched; each neighbour's record is
+compared with the one a process of its own gives. The Snakemake-level tests end runs every
+way a run ends and look for any worker left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_run import ROOT, snakemake, start
+from workflow_run import env as workflow_env
+
+from kernels.io.compare import differences as record_differences
+from kernels.warm import session
+
+PLUGIN = """
+import ctypes
+import math
+import os
+import signal
+import threading
+import time
+
+import torch
+
+from kernels.catalog import implementation
+
+LEAKED = []
+
+
+def attention(q, k, v, causal):
+    s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if causal:
+        T = q.shape[-2]
+        s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    return (torch.softmax(s, dim=-1) @ v.float()).to(q.dtype)
+
+
+@implementation("warm_segfault", stores="SP")
+def warm_segfault(q, k, v, *, causal):
+    ctypes.string_at(0)
+
+
+@implementation("warm_killed", stores="SP")
+def warm_killed(q, k, v, *, causal):
+    os.kill(os.getpid(), signal.SIGKILL)  # what the out-of-memory killer sends
+
+
+@implementation("warm_sleeps", stores="SP")
+def warm_sleeps(q, k, v, *, causal):
+    time.sleep(600)
+
+
+@implementation("warm_holds_the_lock", stores="SP")
+def warm_holds_the_lock(q, k, v, *, causal):
+    ctypes.PyDLL(None).sleep(600)  # a C call that keeps the interpreter lock
+
+
+@implementation("warm_leaks", stores="SP")
+def warm_leaks(q, k, v, *, causal):
+    if not LEAKED:
+        LEAKED.append(torch.ones(200 * 2**20 // 4))
+    return attention(q, k, v, causal)
+
+
+@implementation("warm_poisons", stores="SP")
+def warm_poisons(q, k, v, *, causal):
+    torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float64)
+    torch.manual_seed(7)
+    torch.backends.mkldnn.enabled = False
+    torch.set_float32_matmul_precision("medium")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.environ["ATTNIO_POISONED"] = "1"
+    os.chdir("/")
+    return attention(q, k, v, causal)
+
+
+@implementation("warm_patches", stores="SP")
+def warm_patches(q, k, v, *, causal):
+    torch.softmax = lambda x, dim: torch.nn.functional.softmax(x, dim=dim) * 1.0
+    return attention(q, k, v, causal)
+
+
+@implementation("warm_threads", stores="SP")
+def warm_threads(q, k, v, *, causal):
+    if not LEAKED:
+        LEAKED.append(threading.Thread(target=time.sleep, args=(600,), daemon=True))
+        LEAKED[0].start()
+    return attention(q, k, v, causal)
+"""
+NEIGHBOUR = ["torch_naive", "16"]
+LEAK_MB = 64
+
+
+@pytest.fixture
+def plugin_env(tmp_path) -> dict:
+    (tmp_path / "warm_faults.py").write_text(PLUGIN)
+    return workflow_env() | {
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+        "ATTNIO_PLUGINS": "warm_faults",
+        "ATTNIO_INTERPRET": "1",
+    }
+
+
+@pytest.fixture
+def warm(tmp_path, plugin_env):
+    """A session whose run is this test's process; its workers end with the test."""
+    run = session.begin(tmp_path / "results", leak_mb=LEAK_MB)
+    yield plugin_env | {session.RUN_VARIABLE: str(run.folder)}
+    session.end(run)
+    assert not worker_processes(run.folder), "a worker outlived its session"
+
+
+def measure(env: dict, workdir: Path, impl: str, tokens: str = "16", limit: float = 120) -> dict:
+    out = workdir / f"{impl}-{tokens}-{time.monotonic_ns()}.json"
+    args = ["--impl", impl, "--batch", "1", "--heads", "1", "--tokens", tokens, "--head-dim", "16"]
+    args += ["--dtype", "float32", "--device", "cpu", "--threads", "1", "--no-ncu"]
+    done = subprocess.run(
+        [sys.executable, "-m", "kernels", "measure", *args, "--time-limit", str(limit), "--out", str(out)],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return json.loads(out.read_text()) | {"_log": done.stdout + done.stderr}
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """Between two records, beyond what varies between runs (the job's log left out)."""
+    return record_differences(
+        {k: v for k, v in a.items() if k != "_log"}, {k: v for k, v in b.items() if k != "_log"}
+    )
+
+
+def worker_processes(folder: Path) -> list[int]:
+    """Processes whose command line names this run's folder (keepers and workers)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if str(folder) in line and "kernels.warm" in line and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def own_process(tmp_path_factory) -> dict:
+    """The neighbour point measured by a process of its own (no session)."""
+    workdir = tmp_path_factory.mktemp("own")
+    env = workflow_env() | {"ATTNIO_INTERPRET": "1", "ATTNIO_WORKER": "0"}
+    env.pop(session.RUN_VARIABLE, None)
+    return measure(env, workdir, *NEIGHBOUR)
+
+
+def test_the_client_imports_no_torch():
+    code = (
+        "import sys, kernels.warm.client, kernels.warm.keeper; "
+        "print(sorted(m for m in ('torch', 'triton', 'numpy', 'kernels.cli') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_points_share_one_worker_and_their_records_say_so(warm, tmp_path, own_process):
+    found = [measure(warm, tmp_path, impl, tokens) for impl, tokens in (NEIGHBOUR, ("sdpa", "16"), NEIGHBOUR)]
+    processes = [r["process"] for r in found]
+    assert {p["pid"] for p in processes} == {processes[0]["pid"]} != {os.getpid()}
+    assert [p["points_before"] for p in processes] == [0, 1, 2]
+    assert all(p["warm"] for p in processes)
+    assert own_process["process"]["warm"] is False and own_process["process"]["points_before"] == 0
+    for record in (found[0], found[2]):
+        assert differences(record, own_process) == [], "a warm worker's record differs from its own process's"
+
+
+@pytest.mark.parametrize(
+    ("impl", "limit", "said"),
+    [
+        ("warm_segfault", 120, "SIGSEGV (a segmentation fault)"),
+        ("warm_killed", 120, "SIGKILL (killed: the out-of-memory killer, or kill -9)"),
+        ("warm_sleeps", 2, "stopped after the time limit of 2 s per measure job"),
+        ("warm_holds_the_lock", 2, "had not stopped the point itself 3 s later, so it was killed"),
+        ("warm_leaks", 120, "memory leaked: the process held"),
+    ],
+)
+def test_a_point_that_breaks_its_worker_fails_alone(warm, tmp_path, own_process, impl, limit, said):
+    """The point is recorded as failed with the reason; the point before it is whole and the
+    next one runs in a fresh worker, with the record a process of its own gives."""
+    before = measure(warm, tmp_path, *NEIGHBOUR)
+    broken = measure(warm, tmp_path, impl, limit=limit)
+    after = measure(warm, tmp_path, *NEIGHBOUR)
+    assert broken["status"] == "failed" and said in broken["reason"], broken["reason"]
+    assert broken["process"]["pid"] == before["process"]["pid"] and broken["process"]["points_before"] == 1
+    assert before["status"] == after["status"] == "ok"
+    assert after["process"]["pid"] != before["process"]["pid"] and after["process"]["points_before"] == 0
+    assert differences(before, own_process) == differences(after, own_process) == []
+
+
+def test_a_poisoned_process_is_set_back_for_the_next_point(warm, tmp_path, own_process):
+    """Thread count, default dtype, seed, backend flags, signal handlers, environment and
+    working folder changed by a point are set back: the next point runs in the same worker
+    with the record of a process of its own."""
+    measure(warm, tmp_path, "warm_poisons")
+    after = measure(warm, tmp_path, *NEIGHBOUR)
+    assert after["process"]["points_before"] == 1
+    assert differences(after, own_process) == []
+    assert after["threads"] == own_process["threads"] == 1
+
+
+@pytest.mark.parametrize(
+    ("impl", "said"),
+    [
+        ("warm_patches", "replaced torch functions (torch.softmax by warm_faults)"),
+        ("warm_threads", "thread(s) running"),
+    ],
+)
+def test_what_cannot_be_set_back_ends_the_worker(warm, tmp_path, own_process, impl, said):
+    poisoned = measure(warm, tmp_path, impl)
+    after = measure(warm, tmp_path, *NEIGHBOUR)
+    assert poisoned["status"] == "ok" and said in poisoned["_log"], poisoned["_log"][-2000:]
+    assert after["process"]["pid"] != poisoned["process"]["pid"] and after["process"]["points_before"] == 0
+    assert differences(after, own_process) == []
+
+
+def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(warm, tmp_path):
+    record = measure(warm | {"ATTNIO_WORKER": "0"}, tmp_path, *NEIGHBOUR)
+    assert record["process"]["warm"] is False
+
+
+# --- whole runs: no worker outlives its run, however it ends ---------------------------------
+
+
+def small_study(tmp_path: Path, impl: str) -> list[str]:
+    """Snakemake's arguments for a study of the neighbour and one of this test's points."""
+    config = tmp_path / "small.yaml"
+    sweep = {"impls": ["torch_naive", impl], "tokens": [16], "head_dim": [16]}
+    config.write_text(yaml.safe_dump({"build": {"targets": []}, "sweep": sweep, "plugins": ["warm_faults"]}))
+    presets = [str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "presets" / "ci.yaml")]
+    return ["--cores", "1", "--configfile", *presets, str(config)]
+
+
+def run_folders(workdir: Path) -> list[Path]:
+    return list((workdir / "results" / session.FOLDER).glob("run-*"))
+
+
+@pytest.mark.parametrize("ending", ["success", "error", "ctrl-c", "kill -9"])
+def test_no_worker_outlives_its_run(tmp_path, plugin_env, ending):
+    """A run that ends well, one whose job fails (a validation that segfaults), one stopped
+    with Ctrl-C and one killed with -9 while a worker is inside a point: no keeper and no
+    worker of it is left a few seconds later."""
+    if ending in ("success", "error"):
+        impl = "warm_segfault" if ending == "error" else "sdpa"
+        target = f"results/validate/{impl}_float16_na.json"
+        done = snakemake(tmp_path, target, *small_study(tmp_path, impl), environment=plugin_env)
+        assert (done.returncode == 0) == (ending == "success"), done.stderr[-3000:]
+    else:
+        target = "results/validate/warm_sleeps_float16_na.json"  # its validation sleeps
+        run = start(tmp_path, target, *small_study(tmp_path, "warm_sleeps"), environment=plugin_env)
+        deadline = time.time() + 180
+        while time.time() < deadline and not any(f.glob("worker-*.pid") for f in run_folders(tmp_path)):
+            time.sleep(0.2)
+        time.sleep(3)  # the worker is inside the sleeping validation now
+        os.killpg(run.pid, signal.SIGINT if ending == "ctrl-c" else signal.SIGKILL)
+        run.wait(60)
+    folders = run_folders(tmp_path)
+    assert folders, "the run started no worker"
+    deadline = time.time() + 10  # a keeper notices its run's end within a fraction of a second
+    while time.time() < deadline and any(worker_processes(f) for f in folders):
+        time.sleep(0.2)
+    assert not [pid for f in folders for pid in worker_processes(f)]
