@@ -28,30 +28,55 @@ from kernels.io.script_log import logged_to
 with logged_to(snakemake.log[0]):
     open(snakemake.output[0], "w").write("ok")
 """
-# A report in small: every page's imports, the pages' figure style (each figure shown as an
-# image with its alternative text), a table read back from Parquet, three seaborn figures of
-# a few series on log axes and a styled table: what a report page does, on little data.
-NOTEBOOK_CELLS = """import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
-
-from reports.pages import build, common, performance, predicted, storage, tile_softmax, traffic
-
-common.style()
-rows = [
-    {"impl": f"impl{i}", "dtype": dtype, "causal": causal, "tokens": t, "time_ms": x * t * (i + 1)}
-    for i in range(4) for dtype in ("float16", "float32") for causal in (False, True) for t in (16, 100, 1000)
-]
-pd.DataFrame(rows).to_parquet("calibration.parquet")
-table = pd.read_parquet("calibration.parquet")
-for y in ("time_ms", "tokens", "time_ms"):
-    grid = sns.relplot(data=table, x="tokens", y=y, hue="impl", style="causal", kind="line", markers=True,
-                       col="dtype", height=4, aspect=1.2)
-    grid.set(xscale="log", yscale="log")
-    grid.figure.suptitle("calibration", y=1.03)
-    plt.show()
-common.show(table, "calibration")
+# The calibration's tables for a real report page (the budget rule names it): the two tiny
+# measure jobs' records as the metrics table, this machine's provenance, the model's tables.
+TABLES_SCRIPT = """import json
+from kernels.io.atomic import write_csv_atomic
+from kernels.io.script_log import logged_to
+from kernels.io.tables import write_tables
+from kernels.measure import provenance
+from kernels.study import model_tables
+with logged_to(snakemake.log[0]):
+    records = [json.load(open(path)) for path in snakemake.input]
+    write_tables(records, "results/metrics.parquet", "results/metrics.csv", "results/stages.csv",
+                 "results/stage_times.csv")
+    provenance.write({}, snakemake.params.device, "results/env.json", root=".")
+    write_csv_atomic("results/model/matrix_sizes.csv", model_tables.matrix_sizes())
+    open(snakemake.output[0], "w").write("ok")
 """
+# What the calibration's tables job writes, relative to its folder: the page may read these.
+CALIBRATION_TABLES = (
+    "results/metrics.parquet",
+    "results/metrics.csv",
+    "results/stages.csv",
+    "results/stage_times.csv",
+    "results/env.json",
+    "results/model/matrix_sizes.csv",
+)
+# The throw-away workflow's own warm workers (kernels.warm), as the study's Snakefile has them.
+SESSION = """from kernels.warm import session
+RUN = []
+onstart:
+    RUN.append(session.begin(".", leak_mb=512))
+onsuccess:
+    session.end(RUN.pop() if RUN else None)
+onerror:
+    session.end(RUN.pop() if RUN else None)
+"""
+# Jobs that hand their command to a worker run one after another, in this order (each waits
+# for the one before), so that the first of each lane starts its worker and the rest find it
+# warm: the first measure job's extra time is a worker's start.
+WARM_CHAIN = (
+    "measure0",
+    "measure1",
+    "warm0",
+    "validate",
+    "interpreted0",
+    "interpreted1",
+    "compiled0",
+    "build_one",
+    "build",
+)
 # The interpreter on this machine: one launch of each kernel at a small shape, after a first
 # launch that sets the interpreter up; one launch under the traffic counter; short ceilings.
 PROBE = """import json, os, sys, time
@@ -269,35 +294,29 @@ def works(params, device: str, on_gpu: bool) -> dict:
 
 
 def calibration_snakefile(kinds: dict[str, str], cores: int, on_gpu: bool) -> str:
-    """One rule per calibration job: name → shell command (``script`` for a script job). As
-    in the study, a timed job takes every core and a job using the GPU the gpu resource;
-    html renders the notebook."""
-    lines = ["rule all:", "    input:", *(f"        '{name}.out'," for name in kinds), ""]
+    """One rule per calibration job: name → shell command (``script`` for a script job,
+    ``tables`` for the report page's tables). As in the study, a timed job takes every core,
+    a job using the GPU the gpu resource, the commands go to the workflow's warm workers (in
+    WARM_CHAIN's order), and html renders the page the notebook job executed."""
+    lines = [SESSION, "rule all:", "    input:", *(f"        '{name}.out'," for name in kinds), ""]
+    chained = [name for name in WARM_CHAIN if name in kinds]
     for name, command in kinds.items():
         lines += [f"rule {name}:", f"    output: '{name}.out'", f"    log: '{name}.log'"]
-        if name == "html":
-            lines += ["    input: 'notebook.out'"]
+        inputs = [f"{chained[chained.index(name) - 1]}.out"] if name in chained[1:] else []
+        inputs += {"notebook": ["tables.out"], "html": ["notebook.out"]}.get(name, [])
+        inputs += ["measure0.out", "measure1.out"] if name == "tables" else []
+        if inputs:
+            lines += ["    input: " + ", ".join(repr(i) for i in inputs)]
         if name.startswith("measure"):
             lines += [f"    threads: {cores}"]
-        if on_gpu and name.startswith(("measure", "validate")):
+        if on_gpu and name.startswith(("measure", "validate", "warm")):
             lines += ["    resources: gpu=1"]
-        if command == "script":
-            lines += ["    script: 'trivial.py'", ""]
+        if command in ("script", "tables"):
+            lines += [f"    params: device={'cuda' if on_gpu else 'cpu'!r}"]
+            lines += [f"    script: '{'trivial' if command == 'script' else 'tables'}.py'", ""]
         else:
             lines += [f"    shell: {command!r}", ""]
     return "\n".join(lines)
-
-
-def write_notebook(path: Path) -> None:
-    import nbformat
-
-    notebook = nbformat.v4.new_notebook()
-    parameters = nbformat.v4.new_code_cell("x = 1")
-    parameters.metadata["tags"] = ["parameters"]
-    notebook.cells = [parameters, nbformat.v4.new_code_cell(NOTEBOOK_CELLS)]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.metadata["language_info"] = {"name": "python"}
-    nbformat.write(notebook, path)
 
 
 def calibrate(params, device: str, targets: list[str], probe: str | None, interpreted: bool) -> dict:
@@ -315,6 +334,11 @@ def calibrate(params, device: str, targets: list[str], probe: str | None, interp
             f"{py} -m kernels measure --impl sdpa {tiny} --dtype float32 --device {device} "
             f"--threads {threads} --no-ncu --out {{output}} > {{log}} 2>&1"
         )
+    # a job through a warm worker that does next to nothing: one tiny validation case
+    kinds["warm0"] = (
+        f"{py} -m kernels validate --impl torch_naive --dtype float32 --device {device} --tokens 16 "
+        "--head-dim 16 --batch 1 --heads 1 --causal false --quiet --exit-zero --json {output} > {log} 2>&1"
+    )
     kinds["validate"] = (
         f"{py} -m kernels validate --impl torch_naive --dtype float32 --device {device} --quiet "
         "--exit-zero --json {output} > {log} 2>&1"
@@ -333,26 +357,37 @@ def calibrate(params, device: str, targets: list[str], probe: str | None, interp
             if point.triton:
                 firsts.setdefault(point.impl, point.name)
         names = list(firsts.values())
-        for job, (those, where) in {"build": (names, targets), "build_one": (names[:1], targets[:1])}.items():
+        if device == "cpu":  # the builds' compiling worker started by a job that does nothing
+            kinds["compiled0"] = f"{py} -m kernels ceilings --device cuda --out {{output}} > {{log}} 2>&1"
+        for job, (those, where) in {"build_one": (names[:1], targets[:1]), "build": (names, targets)}.items():
             kinds[job] = (
                 f"{py} -m kernels build --target {' '.join(where)} --point {' '.join(those)} "
                 f"--no-candidates --artifacts artifacts_{job} --out {{output}} > {{log}} 2>&1"
             )
     if probe:
         kinds["probe"] = f"{py} probe.py {{output}} {probe} {threads} > {{log}} 2>&1"
-    if params.reports:
-        kinds["notebook"] = (  # as rule report_notebook: papermill, then reports.stable
-            "papermill calibration.ipynb {output} -k python3 -p x 2 > {log} 2>&1 "
-            "&& python -m reports.stable {output} >> {log} 2>&1"
+    page = params.calibration_page if params.reports else None
+    if page:
+        unmade = sorted(set(page["parameters"].values()) - set(CALIBRATION_TABLES))
+        if unmade:
+            raise ValueError(
+                f"calibration page {page['template']} reads {unmade}, which the calibration does not make"
+            )
+        kinds["tables"] = "tables"
+        given = " ".join(f"-p {name} {path}" for name, path in page["parameters"].items())
+        kinds["notebook"] = (  # as rule report_notebook: the page executed, its outcome written
+            f"python -m reports.pages.outcome run {page['template']} page.ipynb {{output}} {{log}} -- {given}"
         )
-        kinds["html"] = "jupyter nbconvert --to html --no-input --stdout {input} > {output} 2> {log}"
+        kinds["html"] = (  # as rule report_html: the outcome read, the page converted
+            "python -m reports.pages.outcome rendered {input} > {log} 2>&1 && jupyter nbconvert --to html "
+            "--no-input --stdout page.ipynb > {output} 2>> {log}"
+        )
     with tempfile.TemporaryDirectory(prefix="attnio-budget-") as tmp:
         folder = Path(tmp)
         (folder / "Snakefile").write_text(calibration_snakefile(kinds, params.cores, device == "cuda"))
         (folder / "trivial.py").write_text(SCRIPT)
         (folder / "probe.py").write_text(PROBE)
-        if params.reports:
-            write_notebook(folder / "calibration.ipynb")
+        (folder / "tables.py").write_text(TABLES_SCRIPT)
         env = os.environ | {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
         env.pop("ATTNIO_INTERPRET", None)
         command = [sys.executable, "-m", "snakemake", "--snakefile", str(folder / "Snakefile")]
@@ -417,12 +452,15 @@ def machine_of(params, plan_device: str, gpu, calibration: dict, device: str, ce
         notebook_s=seconds.get("notebook", 0.0),
         html_s=seconds.get("html", 0.0),
         workflow_s=calibration["workflow_s"],
+        # the first measure job started the lane's worker, the second found it warm
+        warm_s=seconds["warm0"],
+        worker_s=max(0.0, seconds["measure0"] - seconds["measure1"]),
     )
-    records = [outputs["measure0"], outputs["measure1"]]
+    warm = outputs["measure1"]  # the first paid its worker's start (startup.worker_s)
     if device == "cuda":
-        timed = [budget.cuda_window(r["time_ms"] / 1e3, windows, gpu) for r in records]
+        timed = budget.cuda_window(warm["time_ms"] / 1e3, windows, gpu)
     else:
-        timed = [r["time_ms"] * r["repeats"] / 1e3 for r in records]
+        timed = warm["time_ms"] * warm["repeats"] / 1e3
     cases = 2 * len(shapes_for(device))
     compile_s, inspect_s, build_fixed_s = {}, 0.0, 0.0
     if "build" in outputs:
@@ -436,15 +474,15 @@ def machine_of(params, plan_device: str, gpu, calibration: dict, device: str, ce
         rest_one = seconds["build_one"] - sum(v["compile_s"] for v in one)
         if len(made) > len(one):
             inspect_s = max(0.0, (rest_all - rest_one) / (len(made) - len(one)))
-        build_fixed_s = max(0.0, rest_one - startup.shell_s - len(one) * inspect_s)
+        build_fixed_s = max(0.0, rest_one - startup.job_s - len(one) * inspect_s)
     return budget.Machine(
         device=plan_device,
         cores=params.cores,
         startup=startup,
         windows=windows,
-        measure_s=(seconds["measure0"] + seconds["measure1"]) / 2,
-        measure_timed_s=sum(timed) / 2,
-        validate_case_s=max(0.0, seconds["validate"] - startup.shell_s) / cases,
+        measure_s=seconds["measure1"],
+        measure_timed_s=timed,
+        validate_case_s=max(0.0, seconds["validate"] - startup.job_s) / cases,
         compile_s=compile_s,
         inspect_s=inspect_s,
         build_fixed_s=build_fixed_s,

@@ -98,11 +98,21 @@ class Startup:
     """What a job costs before it does anything, as Snakemake runs it on this machine (from
     Snakemake's own start and end times of each job of the throw-away workflow)."""
 
-    shell_s: float  # python -c "import torch, triton, kernels.cli; torch.cuda.init()"
+    shell_s: float  # a command in its own process: python, torch, triton (and CUDA)
     script_s: float  # a script: job (Snakemake's script machinery, kernels, pandas)
-    notebook_s: float  # papermill on a one-figure notebook importing the report pages
-    html_s: float  # nbconvert of it to HTML
+    notebook_s: float  # a real report page executed on tiny data (rule report_notebook)
+    html_s: float  # its outcome read and the page converted to HTML (rule report_html)
     workflow_s: float  # Snakemake's own start and end, once per run
+    # a command handed to a warm worker (kernels.warm: Snakemake's job and the thin client);
+    # None: every command runs in its own process (shell_s)
+    warm_s: float | None = None
+    worker_s: float = 0.0  # a worker's start beyond a warm job (imports, CUDA, rehearsal)
+
+    @property
+    def job_s(self) -> float:
+        """What a command of the study (measure, validate, build, ceilings, tile_errors)
+        costs before it does anything, its worker being warm."""
+        return self.shell_s if self.warm_s is None else self.warm_s
 
 
 @dataclass(frozen=True)
@@ -392,7 +402,7 @@ def ceilings_seconds(machine: Machine) -> float:
         timed = cuda_window(copy, machine.windows, machine.gpu) + cuda_window(
             product, machine.windows, machine.gpu
         )
-        return machine.startup.shell_s + timed
+        return machine.startup.job_s + timed
     if not machine.ceilings:
         raise ValueError("a CPU estimate needs the machine's ceilings (copy_gbps, matmul_tflops)")
     copy = 2 * (128 << 20) / (machine.ceilings["copy_gbps"] * 1e9)
@@ -400,11 +410,11 @@ def ceilings_seconds(machine: Machine) -> float:
     fill = cpu_fill(machine)
     timed = cpu_window(copy, machine.windows, fill) + cpu_window(product, machine.windows, fill)
     # the inputs: random numbers, written once
-    return machine.startup.shell_s + timed + 4 * copy + LEVEL_SAMPLING_S
+    return machine.startup.job_s + timed + 4 * copy + LEVEL_SAMPLING_S
 
 
 def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:
-    seconds = machine.startup.shell_s + work.cases * machine.validate_case_s
+    seconds = machine.startup.job_s + work.cases * machine.validate_case_s
     if work.interpreted and machine.interpreter:
         seconds += machine.interpreter.setup_s + machine.interpreter.seconds(work.interpreted)
     if not cache_filled:
@@ -413,12 +423,12 @@ def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:
 
 
 def build_seconds(work: Work, machine: Machine, cores: int = 1, artifacts: bool = True) -> float:
-    """A build job (artifacts kept, each variant read back with cuobjdump), or the preflight
-    (on ``cores`` processes; only the ptxas log read)."""
+    """A build job (artifacts kept, each variant read back with cuobjdump; its command goes to
+    a warm worker), or the preflight (in its own process, on ``cores`` processes; only the
+    ptxas log read)."""
     read_back = sum(work.compiles.values()) * machine.inspect_s if artifacts else 0.0
-    return (
-        machine.startup.shell_s + machine.build_fixed_s + (compile_seconds(work, machine) + read_back) / cores
-    )
+    start = machine.startup.job_s if artifacts else machine.startup.shell_s
+    return start + machine.build_fixed_s + (compile_seconds(work, machine) + read_back) / cores
 
 
 def compile_seconds(work: Work, machine: Machine) -> float:
@@ -497,7 +507,33 @@ def jobs(plan: Plan, machine: Machine) -> tuple[list[Job], list[str]]:
     for rule in plan.rules:
         if rule not in ORDER and rule not in NOT_IN_STUDY:
             left_out.append(f"rule {rule}: not costed (a rule this estimate does not know)")
+    add_worker_starts(out, machine)
     return out, left_out
+
+
+# The rules whose commands go to a warm worker (kernels.warm.client.WARM_COMMANDS).
+WARM_RULES = ("measure", "validate", "build", "ceilings", "tile_errors")
+
+
+def lane_kind(rule: str, machine: Machine) -> str:
+    """A worker serves one Triton mode: builds compile, the rest interpret on a CPU."""
+    return "compiled" if rule == "build" or machine.device == "cuda" else "interpret"
+
+
+def add_worker_starts(jobs: list[Job], machine: Machine) -> int:
+    """Each lane's worker starts with its first job: the first jobs of a kind, as many as run
+    side by side (one per core), pay ``startup.worker_s`` each. The starts added."""
+    if machine.startup.warm_s is None or not machine.startup.worker_s:
+        return 0
+    started: dict[str, int] = {}
+    for job in jobs:
+        if job.rule not in WARM_RULES:
+            continue
+        kind = lane_kind(job.rule, machine)
+        if started.get(kind, 0) < max(1, machine.cores):
+            started[kind] = started.get(kind, 0) + 1
+            job.seconds += machine.startup.worker_s
+    return sum(started.values())
 
 
 def schedule(jobs: list[Job], cores: int) -> dict[str, tuple[float, float]]:
@@ -595,6 +631,15 @@ def estimate(plan: Plan, machine: Machine) -> dict:
     }
 
 
+def warm_start(start: dict) -> str:
+    if start.get("warm_s") is None:
+        return f"shell {start['shell_s']:.1f} s (each command in its own process)"
+    return (
+        f"through a warm worker {start['warm_s']:.2f} s (a worker's start {start['worker_s']:.1f} s "
+        f"per lane; a command in its own process {start['shell_s']:.1f} s)"
+    )
+
+
 def summary(found: dict) -> list[str]:
     """The estimate in a few lines, for a console."""
     where = found["gpu"] or found["device"]
@@ -602,7 +647,7 @@ def summary(found: dict) -> list[str]:
     lines = [
         f"estimated {found['total_s']:.0f} s for {found['points']} points on {where} "
         f"({found['cores']} cores): Snakemake {start['workflow_s']:.1f} s + jobs {found['schedule_s']:.0f} s",
-        f"start-up per job: shell {start['shell_s']:.1f} s, script {start['script_s']:.1f} s, notebook "
+        f"start-up per job: {warm_start(start)}, script {start['script_s']:.1f} s, notebook "
         f"{start['notebook_s']:.1f} s, html {start['html_s']:.1f} s; "
         f"compile up to {found['compile_s']:.2f} s per variant",
     ]

@@ -58,7 +58,6 @@ def rehearse() -> None:
     state before its first job, not memory that job seems to leave behind."""
     import tempfile
 
-    from kernels.cli import main
     from kernels.impl import mode
 
     device = "cpu" if mode.interpret() else "cuda"

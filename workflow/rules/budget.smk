@@ -21,6 +21,7 @@ rule budget:
         validations=sorted({point.validation_name for point in POINTS}),
         gathers=[f"{impl}_{dtype}" for impl, dtype in GROUPS],
         reports=budget_report_rules,
+        calibration_page=calibration_page,
         tile_errors=lambda wc: any("tile_errors" in r for r in budget_report_rules().values()),
         rules=lambda wc: sorted(rule.name for rule in workflow.rules),
         interpreter_limit=config["interpreter_limit"],

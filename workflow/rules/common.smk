@@ -14,7 +14,7 @@ from kernels.study import device as attnio_device
 from kernels.study import point as attnio_point
 from kernels.study import sweep as attnio_sweep
 from kernels.study.point import Point
-from kernels.warm import session as attnio_warm
+import kernels.warm.session as attnio_warm
 
 RESULTS = "results"
 # One report per notebook template in reports/; its title is the notebook's first heading.
@@ -133,6 +133,18 @@ def preflight_points(wildcards=None):
     """--point with every Triton point of the plan (none: the torch paths launch nothing)."""
     names = [point.name for point in POINTS if point.triton]
     return ["--point", *names] if names else []
+
+
+# The page the budget's calibration renders on tiny data of its own to time a report job: it
+# reads only the records' table, provenance and the model's sizes, which the calibration makes.
+CALIBRATION_PAGE = "storage"
+
+
+def calibration_page(wildcards=None):
+    return {
+        "template": str(Path(workflow.basedir, "reports", f"{CALIBRATION_PAGE}.ipynb")),
+        "parameters": REPORT_INPUTS[CALIBRATION_PAGE],
+    }
 
 
 def budget_report_rules(wildcards=None):
