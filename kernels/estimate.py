@@ -8,6 +8,7 @@ that counts them), and every job is costed."""
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -374,9 +375,12 @@ def calibrate(params, device: str, targets: list[str], probe: str | None, interp
                 f"calibration page {page['template']} reads {unmade}, which the calibration does not make"
             )
         kinds["tables"] = "tables"
-        given = " ".join(f"-p {name} {path}" for name, path in page["parameters"].items())
+        given = " ".join(
+            f"-p {shlex.quote(name)} {shlex.quote(path)}" for name, path in page["parameters"].items()
+        )
+        template = shlex.quote(page["template"])  # the checkout may live in any folder
         kinds["notebook"] = (  # as rule report_notebook: the page executed, its outcome written
-            f"python -m reports.pages.outcome run {page['template']} page.ipynb {{output}} {{log}} -- {given}"
+            f"python -m reports.pages.outcome run {template} page.ipynb {{output}} {{log}} -- {given}"
         )
         kinds["html"] = (  # as rule report_html: the outcome read, the page converted
             "python -m reports.pages.outcome rendered {input} > {log} 2>&1 && jupyter nbconvert --to html "

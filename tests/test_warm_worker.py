@@ -73,6 +73,12 @@ def warm_leaks(q, k, v, *, causal):
     return attention(q, k, v, causal)
 
 
+@implementation("warm_cuda_error", stores="SP")
+def warm_cuda_error(q, k, v, *, causal):
+    index = torch.tensor([q.numel() * 4], device=q.device)
+    return q.flatten()[index].sum() + attention(q, k, v, causal)  # a device-side assert
+
+
 @implementation("warm_poisons", stores="SP")
 def warm_poisons(q, k, v, *, causal):
     torch.set_num_threads(1)
@@ -122,10 +128,12 @@ def warm(tmp_path, plugin_env):
     assert not worker_processes(run.folder), "a worker outlived its session"
 
 
-def measure(env: dict, workdir: Path, impl: str, tokens: str = "16", limit: float = 120) -> dict:
+def measure(
+    env: dict, workdir: Path, impl: str, tokens: str = "16", limit: float = 120, device: str = "cpu"
+) -> dict:
     out = workdir / f"{impl}-{tokens}-{time.monotonic_ns()}.json"
     args = ["--impl", impl, "--batch", "1", "--heads", "1", "--tokens", tokens, "--head-dim", "16"]
-    args += ["--dtype", "float32", "--device", "cpu", "--threads", "1", "--no-ncu"]
+    args += ["--dtype", "float32", "--device", device, "--threads", "1", "--no-ncu"]
     done = subprocess.run(
         [sys.executable, "-m", "kernels", "measure", *args, "--time-limit", str(limit), "--out", str(out)],
         env=env,
@@ -239,6 +247,22 @@ def test_what_cannot_be_set_back_ends_the_worker(warm, tmp_path, own_process, im
     assert poisoned["status"] == "ok" and said in poisoned["_log"], poisoned["_log"][-2000:]
     assert after["process"]["pid"] != poisoned["process"]["pid"] and after["process"]["points_before"] == 0
     assert differences(after, own_process) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not os.path.exists("/dev/nvidiactl"), reason="needs a CUDA GPU")
+def test_a_cuda_error_ends_the_worker_and_the_next_point_runs_in_a_fresh_one(warm, tmp_path):
+    """A device-side assert leaves the CUDA context unusable: the point fails, naming the
+    error, and the worker ends; the next point gets a fresh context."""
+    env = warm | {"ATTNIO_INTERPRET": "0"}
+    before = measure(env, tmp_path, *NEIGHBOUR, device="cuda")
+    broken = measure(env, tmp_path, "warm_cuda_error", device="cuda")
+    after = measure(env, tmp_path, *NEIGHBOUR, device="cuda")
+    assert broken["status"] == "failed" and "CUDA" in (broken["reason"] or ""), broken["reason"]
+    assert "the GPU context unusable" in broken["_log"]
+    assert before["status"] == after["status"] == "ok"
+    assert after["process"]["pid"] != before["process"]["pid"] and after["process"]["points_before"] == 0
+    assert differences(before, after) == []
 
 
 def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(warm, tmp_path):
