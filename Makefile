@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # The suite on the CPU; tests marked gpu (tests/test_gpu.py) run on a GPU machine with
 # `pytest -m gpu` (scripts/gpu_study.sh does).
 test: lint
-	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q --durations=15 -m "not gpu"
 
 # The whole study with the default config (config/config.yaml); results land in results/.
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.

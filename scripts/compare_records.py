@@ -9,6 +9,7 @@ Exit status 1 when a point is missing from one run or a field other than those d
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -22,9 +23,15 @@ def records(results: Path) -> dict[str, dict]:
     }
 
 
+def overlap(a: dict, b: dict) -> bool:
+    """Whether two timings' p10–p90 spreads overlap."""
+    return a["time_p10_ms"] <= b["time_p90_ms"] and b["time_p10_ms"] <= a["time_p90_ms"]
+
+
 def main(argv: list[str]) -> int:
     first, second = records(Path(argv[0])), records(Path(argv[1]))
     bad = 0
+    ratios, overlapping = [], 0
     for name in sorted(set(first) | set(second)):
         if name not in first or name not in second:
             print(f"{name}: only in {'the second' if name not in first else 'the first'}")
@@ -39,9 +46,17 @@ def main(argv: list[str]) -> int:
                 f"{r['time_ms']:.4g} ms [{r['time_p10_ms']:.4g}, {r['time_p90_ms']:.4g}]" for r in (a, b)
             ]
             timing = f"{spread[0]} vs {spread[1]} ratio {b['time_ms'] / a['time_ms']:.3f}"
+            ratios.append(b["time_ms"] / a["time_ms"])
+            overlapping += overlap(a, b)
         verdict = "DIFFER " + ", ".join(differ) if differ else "same"
         print(f"{name}: {a['status']}/{b['status']} {verdict} {timing}")
     print(f"{len(first)} and {len(second)} records; {bad} differ beyond their timings")
+    if ratios:
+        ratios.sort()
+        print(
+            f"{len(ratios)} timed in both: second over first, median {statistics.median(ratios):.3f} "
+            f"(from {ratios[0]:.3f} to {ratios[-1]:.3f}); p10–p90 spreads overlap for {overlapping}"
+        )
     return 1 if bad else 0
 
 

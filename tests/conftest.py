@@ -9,6 +9,27 @@ os.environ.setdefault("ATTNIO_INTERPRET", "1")
 
 import pytest  # noqa: E402
 
+# The files with the longest set-ups (whole studies, every page on a dozen grids, the GPU
+# study's compiles, a SLURM cluster) go first: each test worker takes whole files
+# (`--dist loadfile`, so a file's shared study is made once), and started first, the long
+# ones do not leave one worker running alone at the end.
+FIRST = (
+    "test_reports_any_grid.py",
+    "test_workflow.py",
+    "test_example_plugin.py",
+    "test_preflight.py",
+    "test_slurm.py",
+    "test_warm_worker.py",
+    "test_reports_any_study.py",
+    "test_build_workflow.py",
+    "test_workflow_plan.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
+
 
 @pytest.fixture(scope="session")
 def study(tmp_path_factory):

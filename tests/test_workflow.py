@@ -15,7 +15,7 @@ import nbformat
 import pandas as pd
 import pytest
 import yaml
-from workflow_run import ROOT, env, snakemake
+from workflow_run import ROOT, env, snakemake, worker_processes
 
 from kernels.io.records import DamagedRecordError, read_leaf, read_record
 from kernels.io.tables import gather
@@ -26,6 +26,16 @@ from kernels.study.point import Point
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
 CONFIG = ("--configfile", DEFAULT, CI)
+
+
+def test_the_study_ran_on_warm_workers_and_left_none(study):
+    """Its points were measured by warm workers (each record says which and after how many),
+    and no keeper or worker outlived the run that ended well."""
+    folders = list((study / "results" / "logs" / "worker").glob("run-*"))
+    assert folders and not [pid for folder in folders for pid in worker_processes(folder)]
+    processes = [json.loads(p.read_text())["process"] for p in (study / "results" / "points").rglob("*.json")]
+    assert processes and all(p["warm"] for p in processes)
+    assert max(p["points_before"] for p in processes) > 0
 
 
 def test_table_has_exactly_the_points_asked_for(study):

@@ -93,3 +93,20 @@ def fresh_venv(path: Path, own_pip: bool = True) -> Path:
     ).stdout.strip()
     Path(site, "attnio-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
+
+
+def worker_processes(folder: Path) -> list[int]:
+    """Live processes whose command line names this run folder of warm workers (keepers and
+    workers: kernels.warm), other than this one."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if str(folder) in line and "kernels.warm" in line and state != "Z":
+            found.append(int(proc.name))
+    return found

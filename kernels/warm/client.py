@@ -134,14 +134,14 @@ class Job:
         previous = {s: signal.signal(s, self._cancelled) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self._send()
-            limit = time_limit(self.argv)
-            deadline = None if limit is None else time.monotonic() + limit + grace(limit)
+            limit, deadline = time_limit(self.argv), None
             while True:
                 message = self._receive(deadline)
                 if message is None:  # past the time limit and the grace
                     return self._overdue(limit)
-                if message["event"] == "started":
+                if message["event"] == "started":  # the limit runs from here, as the command's
                     self.worker_pid = message["pid"]
+                    deadline = None if limit is None else time.monotonic() + limit + grace(limit)
                 elif message["event"] == "failed_record":
                     self.failed_record, self.out = message["record"], message["out"]
                 elif message["event"] == "done":

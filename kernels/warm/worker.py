@@ -13,6 +13,7 @@ broke the GPU context, the worker ends; so it does when its keeper is gone.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import socket
@@ -49,13 +50,12 @@ def warm_up(mode: str) -> None:
 
     if mode != "interpret" and torch.cuda.is_available():
         torch.zeros(1, device="cuda").add_(1).item()
-    rehearse()
 
 
 def rehearse() -> None:
-    """A tiny point of each kind, measured and thrown away: what a process sets up on first
-    use (the profiler, the timers, the interpreter, cuBLAS) is then part of the worker's
-    state before its first job, not memory that job seems to leave behind."""
+    """A tiny point of each kind, measured and thrown away before a worker's first measure
+    job: what a process sets up on first use (the profiler, the timers, the interpreter,
+    cuBLAS) is then part of the worker's state, not memory that job seems to leave behind."""
     import tempfile
 
     from kernels.impl import mode
@@ -116,10 +116,11 @@ def failed_record(argv: list[str]) -> tuple[dict, str] | None:
     from kernels.study.point import Point
 
     try:
-        args = build_parser().parse_args(argv)
-        point = Point.from_cli(args)
-        record = base_record(point, resolve_device(args.device), args.seed)
-    except (SystemExit, ValueError, Exception):  # noqa: BLE001 (the command itself will say why)
+        with contextlib.redirect_stderr(io.StringIO()):  # the command itself will say why
+            args = build_parser().parse_args(argv)
+            point = Point.from_cli(args)
+            record = base_record(point, resolve_device(args.device), args.seed)
+    except (SystemExit, Exception):  # noqa: BLE001
         return None
     return record | {"status": "failed"}, args.out
 
@@ -146,6 +147,7 @@ class Worker:
         self.lane = lane
         self.points = 0
         self.jobs = 0
+        self.rehearsed = False
         self.leak_limit = lane.run.leak_mb * 2**20
         isolation.release_memory()
         self.pristine = isolation.Pristine.now()
@@ -159,6 +161,11 @@ class Worker:
         request, fds = receive(conn)
         argv = request["argv"]
         measures = argv[:1] == ["measure"]
+        if measures and not self.rehearsed:
+            rehearse()
+            isolation.release_memory()
+            self.pristine.watched = isolation.Pristine.now().watched
+            self.rehearsed = True
         send(conn, event="started", pid=os.getpid(), points_before=self.points, jobs_before=self.jobs)
         threads = threading.active_count()
         held = isolation.allocated_bytes()

@@ -428,8 +428,13 @@ WARM_RUN = {}
 
 
 def start_workers():
+    """The run's worker folder (results/logs/worker/run-<pid>-<start>), named to every job;
+    where it cannot be made, every job runs in its own process."""
     if workflow.is_main_process and workflow.local_exec:
-        WARM_RUN["run"] = attnio_warm.begin(RESULTS, config["limits"]["worker_leak_mb"])
+        try:
+            WARM_RUN["run"] = attnio_warm.begin(RESULTS, config["limits"]["worker_leak_mb"])
+        except OSError as err:
+            logger.warning(f"attnio: no warm workers ({err}); every job starts its own process")
 
 
 def end_workers():
