@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from kernels.spec import JOB_LIMIT_SECONDS
 from kernels.warm import lanes, session
 
 WARM_COMMANDS = ("measure", "validate", "build", "ceilings", "tile-errors")
@@ -35,7 +36,6 @@ EXIT_WAIT_S = 5.0  # for the keeper to record how a worker that hung up ended
 # past a measure job's --time-limit before its worker is killed: the worker's own watchdog
 # stops a point at the limit; only a point that holds the interpreter lock outlives it
 GRACE_MIN_S, GRACE_MAX_S = 3.0, 30.0
-DEFAULT_TIME_LIMIT_S = 900.0  # kernels.spec.JOB_LIMIT_SECONDS, without importing the rest
 SIGNALS = {
     "SIGSEGV": "a segmentation fault",
     "SIGBUS": "a bus error",
@@ -113,7 +113,7 @@ def time_limit(argv: list[str]) -> float | None:
                 return float(argv[i + 1])
             except ValueError:
                 return None
-    return DEFAULT_TIME_LIMIT_S
+    return float(JOB_LIMIT_SECONDS)
 
 
 class WorkerGoneError(Exception):

@@ -166,7 +166,7 @@ class Worker:
             isolation.release_memory()
             self.pristine.watched = isolation.Pristine.now().watched
             self.rehearsed = True
-        send(conn, event="started", pid=os.getpid(), points_before=self.points, jobs_before=self.jobs)
+        send(conn, event="started", pid=os.getpid())
         threads = threading.active_count()
         held = isolation.allocated_bytes()
         provenance.set_worker(os.getpid(), self.points)
