@@ -278,13 +278,30 @@ def finding_speed(metrics: pd.DataFrame, env: dict) -> str | None:
     )
 
 
+def _both_paths(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the shapes and lengths predicted for both the materialized and the fused
+    path (a fused kernel that cannot launch there has no row of its own to compare)."""
+    if rows.empty:
+        return rows
+    both = {"materialized", "fused"}
+    paired = rows.groupby(["shape", "tokens"])["path"].transform(lambda paths: both <= set(paths))
+    return rows[paired.astype(bool)]
+
+
 def finding_prediction(predictions: pd.DataFrame | None) -> str | None:
     if predictions is None or predictions.empty:
         return None
-    rows = predictions[predictions["in_sweep"].astype(bool) & predictions["launch_reason"].isna()]
-    rows = rows[rows["gpu"] == "H200"] if (rows["gpu"] == "H200").any() else rows
-    if rows.empty:
-        return None
+    swept = predictions[predictions["in_sweep"].astype(bool)]
+    swept = swept[swept["gpu"] == "H200"] if (swept["gpu"] == "H200").any() else swept
+    rows = _both_paths(swept[swept["launch_reason"].isna()])
+    if rows.empty:  # left out, saying why: no length at which both paths launch
+        reasons = swept["launch_reason"].dropna()
+        if reasons.empty:
+            return None
+        return (
+            f"Predicted, not measured: on an {swept['gpu'].iloc[0]} no swept shape has both paths "
+            f"launchable at one length ({reasons.iloc[0]}), so no pair is compared."
+        )
     rows = _largest(rows.sort_values(["causal", "shape"]))
     shape = rows["shape"].iloc[0]
     at = rows[rows["shape"] == shape].set_index("path")
