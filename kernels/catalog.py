@@ -25,6 +25,7 @@ call); a plugin's own module is imported after Triton's mode is fixed.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import pkgutil
@@ -38,6 +39,11 @@ from kernels.spec import ELEMENT_BYTES
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
+# said with an unknown name when no plugin module is named: how a plugin's names are found
+PLUGIN_HINT = (
+    f"a plugin's names are found once {PLUGINS_VARIABLE} (comma-separated) or the configuration's "
+    f"plugins name its module, or once it is installed with an {ENTRY_POINT_GROUP} entry point"
+)
 MODE_VARIABLES = ("ATTNIO_INTERPRET", "TRITON_INTERPRET")  # kernels.impl.mode's switches
 BUILTIN_PACKAGE = "kernels.builtin"
 # What an implementation keeps in memory between its steps: S and P (materialized), S only
@@ -208,7 +214,21 @@ def _check(entry: Implementation) -> None:
         ref = getattr(entry, name)
         if ref is not None and not callable(ref) and not (isinstance(ref, str) and ":" in ref):
             raise PluginError(f"{where}: {name} must be a callable or 'module:function'")
+        if isinstance(ref, str) and not _module_exists(ref.partition(":")[0]):
+            module = ref.partition(":")[0]
+            raise PluginError(f"{where}: {name}={ref!r}: no module named {module!r} can be imported")
     _check_signature(where, entry)
+
+
+def _module_exists(module: str) -> bool:
+    """Whether ``module`` can be found (without importing it: a model's module may import
+    torch, and planning does not)."""
+    if not MODULE.fullmatch(module):
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that is missing or fails to import
+        return False
 
 
 def _check_signature(where: str, entry: Implementation) -> None:
@@ -340,7 +360,8 @@ def get(name: str) -> Implementation:
     if name in known:
         return known[name]
     failed = "".join(f"; {p}" for p in _problems)
-    raise ValueError(f"impl={name!r}: allowed values are {', '.join(known)}{failed}")
+    hint = "" if configured_plugins() else f" ({PLUGIN_HINT})"
+    raise ValueError(f"impl={name!r}: allowed values are {', '.join(known)}{failed}{hint}")
 
 
 def triton_names() -> tuple[str, ...]:

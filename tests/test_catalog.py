@@ -107,6 +107,11 @@ def f(q, k, v, *, causal):
 def f(q, k, v, *, causal):
     return softmax_attention(q, k, v, causal)
 """,
+    "catalog_no_model_module": """
+@implementation("catalog_nomodel", stores="none", traffic_model="catalog_nosuchmodule:model")
+def f(q, k, v, *, causal):
+    return softmax_attention(q, k, v, causal)
+""",
     "catalog_half_bad": """
 @implementation("catalog_half_ok", stores="SP")
 def fine(q, k, v, *, causal):
@@ -129,6 +134,7 @@ BAD = [
     "catalog_wrong_signature",
     "catalog_bad_stores",
     "catalog_bad_twin",
+    "catalog_no_model_module",
     "catalog_half_bad",
     "catalog_survivor",
 ]
@@ -358,9 +364,10 @@ def test_refused_plugins_are_problems_and_the_rest_loads(bad):
         "catalog_wrong_signature",
         "catalog_bad_stores",
         "catalog_bad_twin",
+        "catalog_no_model_module",
         "catalog_half_bad",
     }
-    for refused in ("catalog_wrongsig", "catalog_ps", "catalog_badtwin"):
+    for refused in ("catalog_wrongsig", "catalog_ps", "catalog_badtwin", "catalog_nomodel"):
         assert refused not in names
 
 
@@ -384,6 +391,10 @@ def test_refusal_reasons(bad):
 
     reason = problem(bad, "catalog_bad_twin")
     assert "twin='nonexistent'" in reason
+
+    # a traffic model in a module that does not exist: refused when planned, not when counted
+    reason = problem(bad, "catalog_no_model_module")
+    assert "traffic_model='catalog_nosuchmodule:model'" in reason and "no module named" in reason
 
 
 def test_a_plugin_is_left_out_whole(bad):

@@ -95,6 +95,10 @@ def test_an_unregistered_implementation_is_named_with_the_registered_ones():
     assert res.returncode != 0
     assert "--impl: impl='flash3': allowed values are reference," in res.stderr
     assert "triton_s_only" in res.stderr
+    # and, no plugin being named, how a plugin's names are found
+    assert (
+        "once ATTNIO_PLUGINS (comma-separated) or the configuration's plugins name its module" in res.stderr
+    )
 
 
 def test_compiled_mode_refuses_cpu_tensors():

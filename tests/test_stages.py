@@ -115,6 +115,13 @@ def test_tokens_follow_the_cache_size():
     assert len(finer) == 17
 
 
+def test_a_cache_too_large_for_any_point_is_refused_naming_the_keys():
+    """A cache_bytes of 10³⁰ would ask for T beyond MAX_TOKENS: refused naming cache_bytes and
+    tokens_across_cache, not a Point's own bound on T."""
+    with pytest.raises(ValueError, match=r"tokens_across_cache: to=16 .* \(cache_bytes, or the machine's\)"):
+        sweep.tokens_across_cache({"from": 1 / 16, "to": 16}, 10**30, "float32")
+
+
 def test_a_grid_following_the_cache_is_planned_per_dtype():
     grid = {
         "impls": ["torch_naive"],

@@ -10,7 +10,7 @@ import itertools
 import math
 
 from kernels import catalog
-from kernels.spec import DEFAULT_INPUTS, ELEMENT_BYTES
+from kernels.spec import DEFAULT_INPUTS, ELEMENT_BYTES, MAX_TOKENS
 from kernels.study.point import Point
 
 TOKEN_MULTIPLE = 16  # tokens_across_cache rounds T to this
@@ -25,9 +25,15 @@ def tokens_across_cache(span: dict, cache_bytes: int, dtype: str) -> list[int]:
         raise ValueError(f"tokens_across_cache: to={high} is below from={low}")
     first = math.sqrt(low * cache_bytes / (2 * ELEMENT_BYTES[dtype]))
     count = math.floor(math.log(high / low) / (2 * math.log(step)) + 1e-9) + 1
-    rounded = (
+    rounded = [
         max(TOKEN_MULTIPLE, TOKEN_MULTIPLE * round(first * step**i / TOKEN_MULTIPLE)) for i in range(count)
-    )
+    ]
+    if rounded[-1] > MAX_TOKENS:
+        raise ValueError(
+            f"tokens_across_cache: to={high} times a cache of {cache_bytes:,} bytes (cache_bytes, or the "
+            f"machine's) asks for T = {rounded[-1]:,} in {dtype}, above the most a point takes "
+            f"({MAX_TOKENS:,}): give a smaller cache_bytes or tokens_across_cache.to"
+        )
     return list(dict.fromkeys(rounded))
 
 
