@@ -17,7 +17,6 @@ Standard library only (kernels.io.records on a crash): no torch, no triton.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -95,7 +94,7 @@ def start_worker(lane: lanes.Lane) -> socket.socket | None:
             return None
         time.sleep(0.02)
     note(f"the worker did not listen within {STARTUP_LIMIT_S:g} s (see {lane.log}); running in this process")
-    _kill(keeper.pid, signal.SIGTERM)
+    session.send_signal(keeper.pid, signal.SIGTERM)
     return None
 
 
@@ -181,7 +180,7 @@ class Job:
     def _cancelled(self, signum, frame) -> None:
         """Snakemake ends the job (Ctrl-C, a cancelled run): the worker's command with it."""
         if self.worker_pid:
-            _kill(self.worker_pid, signal.SIGTERM)
+            session.send_signal(self.worker_pid, signal.SIGTERM)
         raise SystemExit(128 + signum)
 
     def _exit_status(self) -> dict | None:
@@ -214,7 +213,7 @@ class Job:
 
     def _overdue(self, limit: float) -> int:
         if self.worker_pid:
-            _kill(self.worker_pid, signal.SIGKILL)
+            session.send_signal(self.worker_pid, signal.SIGKILL)
         return self._died(
             f"stopped after the time limit of {limit:g} s per measure job (--time-limit): the "
             f"worker (pid {self.worker_pid}) had not stopped the point itself {grace(limit):g} s later, "
@@ -243,8 +242,3 @@ def _now() -> str:
     import datetime
 
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _kill(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signum)

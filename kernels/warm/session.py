@@ -113,8 +113,9 @@ def current(environ=os.environ) -> Run | None:
     return run if run is not None and run.ongoing() else None
 
 
-def keepers(run: Run, kind: str = "keeper") -> list[int]:
-    """The keepers' (or workers') process ids: each has a <kind>-<lane>-<pid>.pid while it runs."""
+def running(run: Run, kind: str) -> list[int]:
+    """The run's keepers' or workers' (``kind``) process ids: each has a
+    <kind>-<lane>-<pid>.pid while it runs."""
     found = []
     for path in run.folder.glob(f"{kind}-*.pid"):
         try:
@@ -129,14 +130,14 @@ def end(run: Run | None) -> int:
     after END_WAIT_S); the number of workers that were running."""
     if run is None:
         return 0
-    pids = keepers(run)
+    pids = running(run, "keeper")
     for pid in pids:
-        _signal(pid, signal.SIGTERM)
+        send_signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + END_WAIT_S
     while time.monotonic() < deadline and any(_exists(pid) for pid in pids):
         time.sleep(0.05)
-    for pid in [*pids, *keepers(run, "worker")]:  # what did not end when asked
-        _signal(pid, signal.SIGKILL)
+    for pid in [*pids, *running(run, "worker")]:  # what did not end when asked
+        send_signal(pid, signal.SIGKILL)
     os.environ.pop(RUN_VARIABLE, None)
     return len(pids)
 
@@ -154,6 +155,7 @@ def _exists(pid: int) -> bool:
         return True
 
 
-def _signal(pid: int, signum: int) -> None:
+def send_signal(pid: int, signum: int) -> None:
+    """``signum`` to ``pid``, if it is still there and ours to signal."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signum)

@@ -58,14 +58,14 @@ def rehearse() -> None:
     cuBLAS) is then part of the worker's state, not memory that job seems to leave behind."""
     import tempfile
 
-    from kernels.impl import mode
-
-    device = "cpu" if mode.interpret() else "cuda"
     import torch
 
+    from kernels.impl import mode
+    from kernels.measure import timing
+
+    device = "cpu" if mode.interpret() else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
         return  # a compiling lane without a GPU builds only
-    from kernels.measure import timing
 
     tiny = ["--batch", "1", "--heads", "1", "--tokens", "16", "--head-dim", "16", "--device", device]
     windows = {name: getattr(timing, name) for name in SHORT_WINDOWS}
