@@ -6,6 +6,7 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
+include: "workflow/rules/quoted_python.smk"
 include: "workflow/rules/config_file.smk"
 
 

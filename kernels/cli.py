@@ -462,6 +462,20 @@ def load_json(path: str | None, flag: str):
         raise SystemExit(f"{flag} {err}") from None
 
 
+def read_ceilings(path: str | None, flag: str = "--ceilings"):
+    """The ceilings file held to its schema (kernels/io/ceilings.schema.json), as the workflow
+    holds results/ceilings.json: one without its levels, or with a rate that is zero,
+    negative or NaN, is refused naming the field, never used to predict."""
+    from kernels.io.records import DamagedRecordError, read_leaf
+
+    if path is None:
+        return None
+    try:
+        return read_leaf(path, "ceilings")
+    except DamagedRecordError as err:
+        raise SystemExit(f"{flag} {err}") from None
+
+
 def point_from(args: argparse.Namespace) -> Point:
     try:
         return Point.from_cli(args)
@@ -488,7 +502,7 @@ def run_measure(args: argparse.Namespace) -> int:
 
     builds = [load_json(path, "--require-build") for path in args.require_build or []]
     validation = load_json(args.require_validation, "--require-validation")
-    ceilings = load_json(args.ceilings, "--ceilings")
+    ceilings = read_ceilings(args.ceilings)
     threads = usable_threads(args.threads)
     if threads:
         import torch
@@ -836,7 +850,7 @@ def run_predict(args: argparse.Namespace) -> int:
         targets = stage_predictions.gpu_machines(args.gpu)
         if args.ceilings:
             try:
-                targets.append(hierarchy.from_ceilings(load_json(args.ceilings, "--ceilings")))
+                targets.append(hierarchy.from_ceilings(read_ceilings(args.ceilings)))
             except ValueError as err:
                 raise SystemExit(f"predict: --ceilings {args.ceilings}: {err}") from None
         rows = [row for p in points for target in targets for row in stage_predictions.stage_rows(p, target)]

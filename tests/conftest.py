@@ -34,11 +34,13 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def study(tmp_path_factory):
     """The ci preset run once through the real workflow, as a user runs it inside a checkout,
-    here one whose path has a space, a non-ASCII letter and a shell metacharacter; its
-    results are shared."""
-    from workflow_run import checkout_copy, snakemake
+    here one whose path has a space, a non-ASCII letter and a shell metacharacter, with an
+    environment whose path has them too (every rule's python, Snakemake's script: rules
+    included); its results are shared."""
+    from workflow_run import checkout_copy, snakemake, spaced_python
 
-    workdir = checkout_copy(tmp_path_factory.mktemp("study") / "attn io ü;x")
+    folder = tmp_path_factory.mktemp("study")
+    workdir = checkout_copy(folder / "attn io ü;x")
     started = time.perf_counter()
     done = snakemake(
         workdir,
@@ -48,6 +50,7 @@ def study(tmp_path_factory):
         "config/config.yaml",
         "config/presets/ci.yaml",
         timeout=1800,  # a hang guard: alone the study takes about 4 minutes, beside other tests 6
+        python=spaced_python(folder),
     )
     took = time.perf_counter() - started  # what the budget's estimate is held against
     assert done.returncode == 0, done.stderr[-3000:]

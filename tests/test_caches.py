@@ -218,14 +218,22 @@ def test_env_json_records_the_levels_and_old_files_stay_valid(tmp_path):
         read_leaf(path, "env")
 
 
-def test_old_ceilings_and_absent_ones_stay_valid(tmp_path):
+def test_ceilings_without_their_levels_are_damaged_and_absent_ones_valid(tmp_path):
+    """A file without levels would make every stage DRAM-bound on the hand-off page: it is
+    damaged (set aside and remade by the workflow, refused by --ceilings); a device's ceilings
+    that were not measured (all null, with the reason) stay valid."""
     path = tmp_path / "ceilings.json"
     path.write_text(json.dumps({"device": "cpu", "copy_gbps": 10.0, "matmul_tflops": 0.05}))
-    read_leaf(path, "ceilings")
+    with pytest.raises(DamagedRecordError, match="levels"):
+        read_leaf(path, "ceilings")
     path.write_text(json.dumps(ceilings.unavailable("cuda", "no CUDA device")))
     read_leaf(path, "ceilings")
+    rates = {"device": "cpu", "copy_gbps": 1.0, "matmul_tflops": 1.0, "exp_per_s": 1e9, "call_us": 1.0}
+    path.write_text(json.dumps(rates | {"levels": None}))
+    with pytest.raises(DamagedRecordError, match="levels"):
+        read_leaf(path, "ceilings")  # measured rates come with the levels they were measured at
     level = {"level": "L1d", "footprint_bytes": 16384, "copy_gbps": None}
-    path.write_text(json.dumps({"device": "cpu", "copy_gbps": 1.0, "matmul_tflops": 1.0, "levels": [level]}))
+    path.write_text(json.dumps(rates | {"levels": [level]}))
     with pytest.raises(DamagedRecordError, match="reason"):
         read_leaf(path, "ceilings")  # a level without a rate says why
 

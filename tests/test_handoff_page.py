@@ -33,7 +33,7 @@ STAGES = {
 }
 REST_MS = (-0.1, 0.2, 2.0, 9.0)  # the call beyond its stages: negative at the shortest T
 CEILINGS = {"device": "cpu", "device_name": "test CPU", "threads": 2, "copy_gbps": 9.0}
-CEILINGS |= {"matmul_tflops": 0.2, "matmul_dtype": "float32", "exp_per_s": 2e9}
+CEILINGS |= {"matmul_tflops": 0.2, "matmul_dtype": "float32", "exp_per_s": 2e9, "call_us": 4.0}
 CEILINGS |= {"levels": [{"level": "L3", "bytes": CACHE, "footprint_bytes": CACHE // 2, "copy_gbps": 40.0}]}
 CEILINGS["levels"] += [{"level": "DRAM", "bytes": 1 << 34, "footprint_bytes": CACHE * 4, "copy_gbps": 9.0}]
 PROVENANCE = {"device": "cpu", "cpu": "test CPU", "cpu_count": 2, "versions": {}, "config": {}}
@@ -322,7 +322,9 @@ def test_the_notebook_renders_the_test_tables(timed, tmp_path):
     """Through papermill, as the workflow runs it, from files this test wrote."""
     timed.to_csv(tmp_path / "stage_times.csv", index=False)
     predictions(timed).to_csv(tmp_path / "stage_predictions.csv", index=False)
-    (tmp_path / "ceilings.json").write_text(json.dumps(CEILINGS))
+    busy = {"level": "L1d", "bytes": 49152, "footprint_bytes": 24576, "copy_gbps": None}
+    busy["reason"] = "the median call took less than its fixed cost"
+    (tmp_path / "ceilings.json").write_text(json.dumps(CEILINGS | {"levels": [busy, *CEILINGS["levels"]]}))
     (tmp_path / "env.json").write_text(json.dumps(PROVENANCE))
     metrics().to_parquet(tmp_path / "metrics.parquet")
     files = ["metrics.parquet", "env.json", "stage_times.csv", "stage_predictions.csv", "ceilings.json"]
@@ -342,5 +344,28 @@ def test_the_notebook_renders_the_test_tables(timed, tmp_path):
     said = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in shown)
     assert handoff_text.bounds_text(view(), CEILINGS) in said
     assert handoff_text.gpu_text(view()) in said
+    assert f"**Not drawn:** the copy rate of L1d ({busy['reason']})" in said  # named, not dropped
     images = [o for o in shown if "<img " in "".join(o.get("data", {}).get("text/html", ""))]
     assert len(images) == 3  # rates, shares, the GPU
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"levels": None}, "levels"),  # measured rates without the levels they were measured at
+        ({"exp_per_s": 0}, "exp_per_s"),
+        ({"copy_gbps": -1.0}, "copy_gbps"),
+    ],
+)
+def test_the_page_holds_the_ceilings_to_their_schema(tmp_path, change, field):
+    """Ceilings the workflow would set aside are refused by the page too, naming the field,
+    instead of drawing every stage as DRAM-bound."""
+    from reports.pages.inputs import InputError, read
+
+    path = tmp_path / "ceilings.json"
+    path.write_text(json.dumps(CEILINGS | change))
+    with pytest.raises(InputError, match=field):
+        read("ceilings", path)
+    path.write_text(json.dumps({k: v for k, v in CEILINGS.items() if k != "levels"}))
+    with pytest.raises(InputError, match="levels"):
+        read("ceilings", path)

@@ -100,6 +100,7 @@ CEILINGS = {
     ],
     "exp_per_s": 1e9,
     "exp_reason": None,
+    "call_us": 3.0,
 }
 
 
@@ -230,6 +231,24 @@ def test_the_predict_command_names_this_machine(tmp_path, capsys):
         main([*args, "--ceilings", str(path)])
 
 
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (json.dumps(CEILINGS | {"exp_per_s": 0}), "exp_per_s"),  # once a ZeroDivisionError
+        (json.dumps(CEILINGS | {"matmul_tflops": float("nan")}), "NaN"),  # once changed the answer
+        (json.dumps(CEILINGS | {"copy_gbps": -10.0}), "copy_gbps"),
+        (json.dumps(CEILINGS | {"levels": [CEILINGS["levels"][0] | {"copy_gbps": float("nan")}]}), "NaN"),
+        (json.dumps({k: v for k, v in CEILINGS.items() if k != "levels"}), "levels"),
+    ],
+)
+def test_the_predict_command_refuses_ceilings_off_their_schema(tmp_path, text, field):
+    path = tmp_path / "ceilings.json"
+    path.write_text(text)
+    args = ["predict", "--tokens", "2048", "--head-dim", "64", "--dtype", "float32", "--stages"]
+    with pytest.raises(SystemExit, match=f"--ceilings {path}.*{field}"):
+        main([*args, "--ceilings", str(path)])
+
+
 def test_the_stage_predictions_need_no_torch(no_torch):
     done = subprocess.run(
         [sys.executable, "-m", "kernels", "predict", "--tokens", "4096", "--head-dim", "128", "--stages"],
@@ -284,3 +303,12 @@ def test_the_ceilings_in_place_rates_reach_the_machine():
         c for c in stage_costs(Point("torch_naive", 1, 1, 64, 16, "float32", True)) if c.stage == "scale"
     )
     assert scale.in_place
+
+
+def test_the_measure_command_refuses_ceilings_without_levels(tmp_path):
+    path = tmp_path / "ceilings.json"
+    path.write_text(json.dumps({k: v for k, v in CEILINGS.items() if k != "levels"}))
+    args = ["measure", "--impl", "torch_naive", "--tokens", "16", "--head-dim", "16", "--dtype", "float32"]
+    with pytest.raises(SystemExit, match=f"--ceilings {path}.*levels"):
+        main([*args, "--ceilings", str(path), "--out", str(tmp_path / "record.json")])
+    assert not (tmp_path / "record.json").exists()

@@ -12,10 +12,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def env() -> dict:
-    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+def env(python: str = sys.executable) -> dict:
+    path = os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")
     clean = {k: v for k, v in os.environ.items() if k != "ATTNIO_INTERPRET"}
     return clean | {"PATH": path}
+
+
+def spaced_python(folder: Path) -> str:
+    """This environment's python reached through a path with a space and a non-ASCII letter
+    (a link to the environment, as a checkout in "OneDrive - Company" has its .venv): its
+    sys.executable, and every rule's python, then has one."""
+    link = folder / "py env ü"
+    link.symlink_to(sys.prefix, target_is_directory=True)
+    return str(link / "bin" / "python")
 
 
 def checkout_copy(dest: Path) -> Path:
@@ -35,11 +44,11 @@ def checkout_copy(dest: Path) -> Path:
     return dest
 
 
-def command(workdir: Path, *args: str) -> list[str]:
+def command(workdir: Path, *args: str, python: str = sys.executable) -> list[str]:
     """The workflow of the checkout at workdir when it is one, else this checkout's."""
     snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else ROOT / "Snakefile"
     return [
-        sys.executable,
+        python,
         "-m",
         "snakemake",
         "--snakefile",
@@ -51,14 +60,18 @@ def command(workdir: Path, *args: str) -> list[str]:
 
 
 def snakemake(
-    workdir: Path, *args: str, timeout: int = 600, environment: dict | None = None
+    workdir: Path,
+    *args: str,
+    timeout: int = 600,
+    environment: dict | None = None,
+    python: str = sys.executable,
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        command(workdir, *args),
+        command(workdir, *args, python=python),
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=environment or env(),
+        env=environment or env(python),
         cwd=workdir,
     )
 

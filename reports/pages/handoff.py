@@ -223,6 +223,22 @@ def _rate(bytes_: pd.Series, ms: pd.Series) -> pd.Series:
     return bytes_ / (ms / 1e3) / 1e9
 
 
+def unmeasured_levels_text(ceilings: dict) -> str | None:
+    """The memory levels the figure has no copy rate for, each with the reason the ceilings
+    gave (a level too small to time on a busy machine): named, never silently left out."""
+    unmeasured = [level for level in ceilings.get("levels") or [] if not level.get("copy_gbps")]
+    if not unmeasured:
+        return None
+    said = "; ".join(
+        f"{level['level']} ({level.get('reason') or 'the ceilings give no reason'})" for level in unmeasured
+    )
+    one = len(unmeasured) == 1
+    return (
+        f"**Not drawn:** the copy rate {'of' if one else 'of each of'} {said}: "
+        f"results/ceilings.json has no rate for {'it' if one else 'them'}."
+    )
+
+
 LEVEL_LINES = (("copy_gbps", "-", "copy", 0.0, "left"), ("update_gbps", "--", "in place", 1.0, "right"))
 
 

@@ -36,6 +36,9 @@ class Input:
     # a table that is legitimately blank when the study has nothing for it (stages.csv of a
     # study whose points were all skipped): read as no rows
     may_be_blank: bool = False
+    # JSON the workflow holds to a schema of its own (kernels.io.records.JSON_LEAVES): the
+    # pages hold it to the same one
+    leaf: str | None = None
 
 
 METRICS = (
@@ -104,6 +107,7 @@ INPUTS = {
         "the machine's measured ceilings",
         "json",
         ("device_name", "threads", "copy_gbps", "matmul_tflops", "matmul_dtype"),
+        leaf="ceilings",
     ),
     "builds": Input(
         "the build table, a row per kernel variant and target",
@@ -168,10 +172,10 @@ def _fail(path, spec: Input | None, reason: str) -> InputError:
 
 
 def _json(path: Path, spec: Input | None):
-    from kernels.io.records import DamagedRecordError, load_json
+    from kernels.io.records import DamagedRecordError, load_json, read_leaf
 
     try:
-        value = load_json(path, strict=False)
+        value = read_leaf(path, spec.leaf) if spec and spec.leaf else load_json(path, strict=False)
     except DamagedRecordError as err:
         # its message starts with the path: keep only the reason
         raise _fail(path, spec, str(err).removeprefix(f"{path}: ")) from None
