@@ -669,6 +669,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
         "validate/sdpa_flash_float32_na.json": "[]",
         BUILD: (results / BUILD.replace("T16", "T100")).read_text(),  # another build job's
         "env.json": "garbage\n",
+        # cut at a row's end: still a table, but not the one its writer wrote (its seal)
+        "stage_times.csv": "".join((results / "stage_times.csv").read_text().splitlines(True)[:3]),
     }
     for name, text in damage.items():
         (results / name).write_text(text)
@@ -679,6 +681,7 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     dry = snakemake(copy, "-n", "--cores", "2", *CONFIG)
     assert dry.returncode == 0, dry.stderr[-2000:]
     said = dry.stdout + dry.stderr
+    assert re.search(r"Damaged: results/stage_times.csv: holds 2 rows, .* but its writer wrote \d+ rows", said)
     for name in damage:
         assert f"Damaged: results/{name}: " in said, name
         assert f"(a real run sets it aside as results/{name}.damaged and remakes it)" in said
@@ -716,6 +719,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
 
     assert closing_line(missing=1) in said  # metrics.csv still has the point: the disk has not
     assert f"attnio: no usable record: results/{FLASH_RECORD}; a plain run makes them" in said
+    # the index is the shared study's, older than the records this run made again: said so
+    assert re.search(r"^attnio: reports: results/index.html is stale: an earlier run made it", said, re.M)
 
     # the next run makes the missing record again; the tables hold exactly the study's points
     done = snakemake(copy, "--cores", "2", "--until", "collect", *CONFIG)
@@ -724,6 +729,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     remade = pd.read_csv(results / "metrics.csv")
     key = ["impl", "dtype", "tokens", "causal", "inputs", "status"]
     assert remade[key].equals(table[key])
+    stage_times = (study / "results" / "stage_times.csv").read_text()
+    assert len((results / "stage_times.csv").read_text().splitlines()) == len(stage_times.splitlines())
 
 
 def test_the_run_ends_with_the_summary_and_the_index_not_the_input_list(study):

@@ -116,5 +116,5 @@ def build_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
 
 def write_build_table(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> pd.DataFrame:
     frame = build_table(paths)
-    write_atomic(out, lambda tmp: frame.to_csv(tmp, index=False))
+    write_atomic(out, lambda tmp: frame.to_csv(tmp, index=False), sealed=True)
     return frame

@@ -19,8 +19,9 @@ def new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
-    """Call ``write(temporary_path)``, then rename the result to ``path``."""
+def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, sealed: bool = False) -> None:
+    """Call ``write(temporary_path)``, then rename the result to ``path``; ``sealed``: a table,
+    whose seal (kernels.io.seal: its rows, bytes and hash) is written after it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -32,22 +33,26 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], None]) -> None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if sealed:
+        from kernels.io.seal import write_seal
+
+        write_seal(target)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+def write_text_atomic(path: str | os.PathLike, text: str, *, sealed: bool = False) -> None:
     def write(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
 
-    write_atomic(path, write)
+    write_atomic(path, write, sealed=sealed)
 
 
 def write_csv_atomic(path: str | os.PathLike, rows: list[dict], columns: Sequence[str] | None = None) -> None:
-    """Rows of dicts as a CSV file with a header (the first row's keys unless given)."""
+    """Rows of dicts as a sealed CSV table with a header (the first row's keys unless given)."""
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(columns or rows[0]), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    write_text_atomic(path, text.getvalue())
+    write_text_atomic(path, text.getvalue(), sealed=True)

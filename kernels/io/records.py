@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernels.io.atomic import write_text_atomic
+from kernels.io.seal import broken_seal
 
 SCHEMA = resources.files("kernels.io") / "metrics.schema.json"
 
@@ -33,8 +34,9 @@ JSON_LEAVES: dict[str, tuple[str, str, bool]] = {
     "softmax_example": ("softmax_example.schema.json", "softmax example", False),
 }
 TABLE_SCHEMAS = resources.files("kernels.io") / "tables.schema.json"
-# every kind read_leaf checks: the JSON ones, a CSV table of tables.schema.json, a page
-LEAF_KINDS = (*JSON_LEAVES, "table", "page")
+# every kind read_leaf checks: the JSON ones, a CSV table of tables.schema.json (and its
+# seal), a table of another shape held to its seal only (kernels.io.seal), a page
+LEAF_KINDS = (*JSON_LEAVES, "table", "sealed", "page")
 
 
 @cache
@@ -130,8 +132,12 @@ def read_leaf(path: str | os.PathLike, kind: str, expect: Expect = None):
     """A leaf of the study checked against the schema of its kind (LEAF_KINDS) and, when
     ``expect`` is given, against what its file name says; its value (a table's rows as
     dicts, a page's text). DamagedRecordError names the file and why."""
-    if kind == "table":
-        return read_table(path)
+    if kind in ("table", "sealed"):
+        rows = read_table(path) if kind == "table" else None
+        broken = broken_seal(path)  # after its shape, whose errors say more
+        if broken:
+            raise DamagedRecordError(f"{path}: {broken}")
+        return rows
     if kind == "page":
         return read_page(path)
     schema_name, what, nan_allowed = JSON_LEAVES[kind]

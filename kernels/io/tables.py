@@ -129,8 +129,8 @@ def write_tables(
 ) -> pd.DataFrame:
     metrics, stage_table = tables(records)
     timed = timed_stage_table(records)
-    write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False))
-    write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False))
-    write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False))
-    write_atomic(stage_times_csv, lambda p: timed.to_csv(p, index=False))
+    write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False), sealed=True)
+    write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False), sealed=True)
+    write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False), sealed=True)
+    write_atomic(stage_times_csv, lambda p: timed.to_csv(p, index=False), sealed=True)
     return metrics

@@ -5,6 +5,7 @@ import ast
 import json
 import logging
 import os
+import time
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import LogEvent, logger
@@ -316,15 +317,19 @@ def build_points_of(job):
 
 
 def table_kind(path):
-    """The leaf kind (kernels.io.records.read_leaf) of a table the reports read, or None for
-    one collected from the other leaves (metrics, stages, build.csv: remade when missing)."""
+    """The leaf kind (kernels.io.records.read_leaf) of a file the reports read: a table of
+    tables.schema.json is held to its schema and its seal; one collected from the other
+    leaves (metrics, stages, stage_times, build.csv) to its seal (kernels.io.seal), so one
+    cut short at a row's end is made again too."""
     from kernels.io.records import table_schemas
 
     name = Path(path).name
     json_kinds = {"env": "env", "ceilings": "ceilings", "softmax_example": "softmax_example"}
     if name.endswith(".json"):
         return json_kinds.get(name.removesuffix(".json"))
-    return "table" if name in table_schemas()["tables"] else None
+    if name in table_schemas()["tables"]:
+        return "table"
+    return "sealed" if name.endswith((".csv", ".parquet")) else None
 
 
 def leaves():
@@ -464,10 +469,36 @@ def print_run_summary():
     if unusable:
         more = f" and {len(unusable) - 1} more" if len(unusable) > 1 else ""
         logger.warning(f"attnio: no usable record: {unusable[0]}{more}; a plain run makes them")
-    index = Path(RESULTS, "index.html")
-    if index.exists():
-        logger.info(f"attnio: reports: {index}")
+    records = [output_of(rules.measure.output[0], point) for point in POINTS]
+    newest = max((os.path.getmtime(path) for path in records if os.path.exists(path)), default=0)
+    said = index_line(Path(RESULTS, "index.html"), newest)
+    if said:
+        logger.info(said)
     failed_pages_end_the_run()
+
+
+# When this run began reading the workflow: an index older than this, which the run's plan
+# was to make again, is the last run's.
+RUN_STARTED = time.time()
+
+
+def index_line(index, newest_record):
+    """Where the reports are; or that the index there is an earlier run's, and from when:
+    this run was to make it again and stopped first (a failed job, Ctrl-C), or a record is
+    newer than it (a run that left the index out, --until, --omit-from)."""
+    if not index.exists():
+        return None
+    planned = any(
+        job.rule.name == "index" for job in workflow.dag.needrun_jobs(exclude_finished=False)
+    )
+    made = index.stat().st_mtime
+    if (planned and made < RUN_STARTED) or made < newest_record:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(made))
+        return (
+            f"attnio: reports: {index} is stale: an earlier run made it ({when}), before "
+            "this run's records, so it does not show them; a plain run makes it again"
+        )
+    return f"attnio: reports: {index}"
 
 
 def failed_pages_end_the_run():
