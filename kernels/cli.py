@@ -9,6 +9,7 @@ torch nor triton.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -205,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     add_cli_arguments(command("ncu-target", "(internal) one call of a point for Nsight Compute"))
+    for name, writes in LIMITED_COMMANDS.items():
+        add_time_limit(sub.choices[name], name, writes)
     for name in ("measure", "ncu-target"):
         sub.choices[name].add_argument("--seed", type=seed_int, default=0, help="inputs' random seed")
     sub.choices["ncu-target"].add_argument(
@@ -336,6 +339,33 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
         help="seconds after which the measurement stops and the record says failed",
     )
     cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
+
+
+# The commands besides measure that take --time-limit, and what each leaves when it passes.
+LIMITED_COMMANDS = {
+    "validate": "the cases not run are written with verdict timeout and the reason",
+    "build": "its job fails, naming the limit",
+    "preflight": "its job fails, naming the limit",
+    "ceilings": "the ceilings are written with their rates null and the reason",
+    "tile-errors": "its job fails, naming the limit",
+}
+
+
+def add_time_limit(cmd: argparse.ArgumentParser, name: str, writes: str) -> None:
+    cmd.add_argument(
+        "--time-limit",
+        type=positive_seconds,
+        help=f"seconds after which the {name} job stops ({writes}); the workflow sets "
+        f"limits.rule_seconds.{name.replace('-', '_')}. Default: none",
+    )
+
+
+def time_limit_reason(args: argparse.Namespace) -> str:
+    key = args.command.replace("-", "_")
+    return (
+        f"stopped after the time limit of {args.time_limit:g} s per {args.command} job "
+        f"(--time-limit, limits.rule_seconds.{key})"
+    )
 
 
 def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -562,16 +592,27 @@ def run_ceilings(args: argparse.Namespace) -> int:
         torch.set_num_threads(threads)
     absent = device_absent(device)
     if absent:
-        write_text_atomic(args.out, json.dumps(ceilings.unavailable(device, absent), indent=1) + "\n")
-        print(f"ceilings not measured: {absent} -> {args.out}")
+        write_ceilings_unavailable(args, absent)
         return 0
     found = ceilings.measure(device)
-    write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
+    with getattr(args, "write_lock", contextlib.nullcontext()):
+        write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
     print(
         f"{found['device_name']} ({found['threads']} threads): copy {found['copy_gbps']:.1f} GB/s, "
         f"{found['matmul_dtype']} matrix product {found['matmul_tflops'] * 1e3:.0f} GFLOP/s -> {args.out}"
     )
     return 0
+
+
+def write_ceilings_unavailable(args: argparse.Namespace, reason: str) -> None:
+    """Ceilings with their rates null and the reason (a device this machine lacks, a time
+    limit passed): the study's predictions for this machine are left out, naming it."""
+    from kernels.io.atomic import write_text_atomic
+    from kernels.measure import ceilings
+
+    device = resolve_device(args.device)
+    write_text_atomic(args.out, json.dumps(ceilings.unavailable(device, reason), indent=1) + "\n")
+    print(f"ceilings not measured: {reason} -> {args.out}", flush=True)
 
 
 def run_ncu_target(args: argparse.Namespace) -> int:
@@ -678,32 +719,45 @@ def run_validate(args: argparse.Namespace) -> int:
         f"# validate on {device} ({mode.describe()}), blocks {args.block_m}x{args.block_n}, seed {args.seed}",
         flush=True,
     )
-    progress = (
-        None if args.quiet else (lambda r: print(validate.format_table([r]).splitlines()[1], flush=True))
-    )
-    from kernels.study.cases import unfit_cases
-
-    found = load_json(args.preflight, "--preflight")
-    unfit = unfit_cases(found) if found else {}
-    results = validate.validate(
-        unfit=unfit,
+    args.finished = []  # what a time limit keeps (write_validation)
+    args.cases = dict(
         impls=tuple(args.impl),
         dtypes=tuple(args.dtype),
         causals=causals,
         shapes=shapes,
-        device=device,
         block_m=args.block_m,
         block_n=args.block_n,
         seed=args.seed,
-        progress=progress,
     )
+
+    def progress(result) -> None:
+        args.finished.append(result)
+        if not args.quiet:
+            print(validate.format_table([result]).splitlines()[1], flush=True)
+
+    from kernels.study.cases import unfit_cases
+
+    found = load_json(args.preflight, "--preflight")
+    unfit = unfit_cases(found) if found else {}
+    results = validate.validate(unfit=unfit, device=device, progress=progress, **args.cases)
     print(validate.format_table(results))
     print(validate.summary(results))
-    if args.json:
-        from kernels.io.atomic import write_text_atomic
-
-        write_text_atomic(args.json, json.dumps([r.to_dict() for r in results], indent=1))
+    with getattr(args, "write_lock", contextlib.nullcontext()):
+        write_validation(args, results)
     return 0 if args.exit_zero or all(r.as_expected for r in results) else 1
+
+
+def write_validation(args: argparse.Namespace, results=None, timed_out: bool = False) -> None:
+    """--json's verdicts; ``timed_out``: those finished before the time limit, every other
+    case with verdict timeout and the reason (kernels.measure.validate.timed_out)."""
+    from kernels.io.atomic import write_text_atomic
+    from kernels.measure import validate
+
+    if timed_out:
+        results = validate.timed_out(time_limit_reason(args), list(args.finished), **args.cases)
+        print(validate.summary(results), file=sys.stderr, flush=True)
+    if args.json:
+        write_text_atomic(args.json, json.dumps([r.to_dict() for r in results], indent=1))
 
 
 def registered_impls(asked: list[str] | None) -> list[str]:
@@ -873,9 +927,26 @@ COMMANDS = {
 }
 
 
+# What a command with --time-limit leaves when the limit passes, and its exit status: verdicts
+# and ceilings say why they are missing (the study goes on, naming it); the others have
+# nothing to record, so their job fails with the reason in its log.
+ON_EXPIRY = {
+    "validate": (lambda args: write_validation(args, timed_out=True), 0),
+    "ceilings": (lambda args: write_ceilings_unavailable(args, time_limit_reason(args)), 0),
+}
+NOTHING_TO_RECORD = (lambda args: print(f"error: {time_limit_reason(args)}", file=sys.stderr, flush=True), 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return COMMANDS[args.command](args)
+    if getattr(args, "time_limit", None) is None or args.command == "measure":
+        return COMMANDS[args.command](args)
+    from kernels.measure.deadline import deadline
+
+    write, status = ON_EXPIRY.get(args.command, NOTHING_TO_RECORD)
+    with deadline(args.time_limit, lambda: write(args), exit_status=status) as lock:
+        args.write_lock = lock
+        return COMMANDS[args.command](args)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,9 @@ def test_an_outcome_is_read_back_and_an_unusable_one_is_named(tmp_path):
     )
 
 
-def run_page(tmp_path: Path, notebook: nbformat.NotebookNode, published: list[Path]):
+def run_page(
+    tmp_path: Path, notebook: nbformat.NotebookNode, published: list[Path], more: tuple[str, ...] = (), **run
+):
     template = tmp_path / "predicted.ipynb"
     nbformat.write(notebook, template)
     logs = tmp_path / "results" / "logs" / "reports"
@@ -72,6 +75,7 @@ def run_page(tmp_path: Path, notebook: nbformat.NotebookNode, published: list[Pa
     args += [
         str(logs / "predicted.log"),
         *(f"--replaces={p}" for p in published),
+        *more,
         "--",
         "-p",
         "table",
@@ -83,8 +87,38 @@ def run_page(tmp_path: Path, notebook: nbformat.NotebookNode, published: list[Pa
         text=True,
         cwd=ROOT,
         timeout=300,
+        **run,
     )
     return done, logs
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (a page's kernel inherits it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            ours = proc.name.isdigit() and marker.encode() in (proc / "environ").read_bytes()
+            if ours and (proc / "stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_page_past_its_time_limit_fails_naming_it_and_leaves_no_kernel(tmp_path):
+    """A notebook that hangs is stopped at --time-limit (limits.rule_seconds.report), its
+    kernel with it: the page fails naming the limit, the job ends well, the notebook as far
+    as it ran is kept."""
+    marker = f"ATTNIO_TEST_PAGE={tmp_path.name}"
+    environment = os.environ | dict([marker.split("=")])
+    notebook = notebook_with("import time\ntime.sleep(600)")
+    done, logs = run_page(tmp_path, notebook, [], ("--time-limit", "8"), env=environment)
+    assert done.returncode == 0, done.stderr
+    result = outcome.read(logs / "predicted.outcome.json")
+    said = "stopped after the time limit of 8 s per report job (limits.rule_seconds.report)"
+    assert result["ok"] is False and result["error"] == said
+    assert (logs / "predicted.ipynb").is_file()
+    assert not processes_with(marker)
 
 
 def test_a_page_that_raises_ends_well_with_its_outcome_and_keeps_its_notebook(tmp_path):

@@ -190,7 +190,7 @@ BREAKERS = [
     ("warm_segfault", 120, "SIGSEGV (a segmentation fault)"),
     ("warm_killed", 120, "SIGKILL (killed: the out-of-memory killer, or kill -9)"),
     ("warm_sleeps", 2, "stopped after the time limit of 2 s per measure job"),
-    ("warm_holds_the_lock", 2, "had not stopped the point itself 3 s later, so it was killed"),
+    ("warm_holds_the_lock", 2, "had not stopped the command itself 3 s later, so it was killed"),
     ("warm_leaks", 120, "memory leaked: the process held"),
     ("warm_patches", 120, "replaced torch functions (torch.softmax by warm_faults)"),
     ("warm_threads", 120, "thread(s) running"),
@@ -265,11 +265,36 @@ def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(warm
 # --- whole runs: no worker outlives its run, however it ends ---------------------------------
 
 
-def small_study(tmp_path: Path, impl: str) -> list[str]:
-    """Snakemake's arguments for a study of the neighbour and one of this test's points."""
+def test_a_validation_past_its_limit_is_recorded_and_the_study_goes_on(tmp_path, plugin_env):
+    """A plugin whose call hangs (600 s) in validation: the validate job stops at
+    limits.rule_seconds.validate, writing every case not run as timeout, and the plugin's
+    points are recorded as skipped naming the limit; the neighbour's point is measured."""
+    limits = {"limits": {"rule_seconds": {"validate": 10}}}
+    targets = [f"results/gathered/{impl}_float16.jsonl" for impl in ("warm_sleeps", "torch_naive")]
+    done = snakemake(
+        tmp_path, *targets, *small_study(tmp_path, "warm_sleeps", **limits), environment=plugin_env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = (
+        "stopped after the time limit of 10 s per validate job (--time-limit, limits.rule_seconds.validate)"
+    )
+    verdicts = json.loads((tmp_path / "results/validate/warm_sleeps_float16_na.json").read_text())
+    assert {v["verdict"] for v in verdicts} == {"timeout"} and verdicts[0]["message"] == said
+    gathered = [
+        json.loads(line) for target in targets for line in (tmp_path / target).read_text().splitlines()
+    ]
+    statuses = {(r["impl"], r["status"]) for r in gathered}
+    assert statuses == {("warm_sleeps", "skipped"), ("torch_naive", "ok")}, statuses
+    assert all(said in r["reason"] for r in gathered if r["impl"] == "warm_sleeps")
+
+
+def small_study(tmp_path: Path, impl: str, **more) -> list[str]:
+    """Snakemake's arguments for a study of the neighbour and one of this test's points
+    (``more``: other settings)."""
     config = tmp_path / "small.yaml"
     sweep = {"impls": ["torch_naive", impl], "tokens": [16], "head_dim": [16]}
-    config.write_text(yaml.safe_dump({"build": {"targets": []}, "sweep": sweep, "plugins": ["warm_faults"]}))
+    settings = {"build": {"targets": []}, "sweep": sweep, "plugins": ["warm_faults"]} | more
+    config.write_text(yaml.safe_dump(settings))
     presets = [str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "presets" / "ci.yaml")]
     return ["--cores", "1", "--configfile", *presets, str(config)]
 
@@ -278,11 +303,16 @@ def run_folders(workdir: Path) -> list[Path]:
     return list((workdir / "results" / session.FOLDER).glob("run-*"))
 
 
-@pytest.mark.parametrize("ending", ["error", "ctrl-c", "kill -9"])  # a run that ends well: test_workflow
+ENDINGS = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "kill -9": signal.SIGKILL}
+
+
+@pytest.mark.parametrize("ending", ["error", *ENDINGS])  # a run that ends well: test_workflow
 def test_no_worker_outlives_its_run(tmp_path, plugin_env, ending):
-    """A run whose job fails (a validation that segfaults), one stopped with Ctrl-C and one
-    killed with -9 while a worker is inside a point: no keeper and no worker of it is left a
-    few seconds later (of a run that ended well: test_workflow, on the shared study)."""
+    """A run whose job fails (a validation that segfaults), one stopped with Ctrl-C or
+    SIGTERM and one killed with -9 while a worker is inside a validation that hangs: no
+    keeper and no worker of it is left a few seconds later (of a run that ended well:
+    test_workflow, on the shared study). Ctrl-C and SIGTERM end the run within seconds, and
+    the hanging job leaves no file under its final name."""
     if ending == "error":
         target = "results/validate/warm_segfault_float16_na.json"
         done = snakemake(tmp_path, target, *small_study(tmp_path, "warm_segfault"), environment=plugin_env)
@@ -294,8 +324,11 @@ def test_no_worker_outlives_its_run(tmp_path, plugin_env, ending):
         while time.time() < deadline and not any(f.glob("worker-*.pid") for f in run_folders(tmp_path)):
             time.sleep(0.2)
         time.sleep(3)  # the worker is inside the sleeping validation now
-        os.killpg(run.pid, signal.SIGINT if ending == "ctrl-c" else signal.SIGKILL)
+        signalled = time.monotonic()
+        os.killpg(run.pid, ENDINGS[ending])
         run.wait(60)
+        assert time.monotonic() - signalled < 20  # a hang guard: about 2 s when idle
+        assert not (tmp_path / target).exists()
     folders = run_folders(tmp_path)
     assert folders, "the run started no worker"
     deadline = time.time() + 10  # a keeper notices its run's end within a fraction of a second

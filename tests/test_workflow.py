@@ -681,7 +681,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     dry = snakemake(copy, "-n", "--cores", "2", *CONFIG)
     assert dry.returncode == 0, dry.stderr[-2000:]
     said = dry.stdout + dry.stderr
-    assert re.search(r"Damaged: results/stage_times.csv: holds 2 rows, .* but its writer wrote \d+ rows", said)
+    cut = r"Damaged: results/stage_times.csv: holds 2 rows, .* but its writer wrote \d+ rows"
+    assert re.search(cut, said)
     for name in damage:
         assert f"Damaged: results/{name}: " in said, name
         assert f"(a real run sets it aside as results/{name}.damaged and remakes it)" in said

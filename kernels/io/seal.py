@@ -52,7 +52,8 @@ def write_seal(path: str | os.PathLike) -> None:
 
 def _count(found: dict) -> str:
     rows = found.get("rows")
-    return (f"{rows:,} row{'s' * (rows != 1)}, " if rows is not None else "") + f"{found.get('bytes', 0):,} bytes"
+    counted = f"{rows:,} row{'s' * (rows != 1)}, " if rows is not None else ""
+    return counted + f"{found.get('bytes', 0):,} bytes"
 
 
 def broken_seal(path: str | os.PathLike) -> str | None:

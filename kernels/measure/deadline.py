@@ -1,6 +1,8 @@
-"""A wall-clock limit for one measure job: when it passes, a ``failed`` record is written in
-place of the measurement and the process ends, so that a point that hangs or crawls becomes a
-record instead of a stuck workflow. A watchdog thread does it: torch's operators and the
+"""A wall-clock limit for one job (measure; validate, build, preflight, ceilings and
+tile-errors with --time-limit): when it passes, what the job records instead is written (a
+failed record, verdicts saying timeout, ceilings saying why they are missing) and the
+process ends, so that code that hangs or crawls becomes a record instead of a stuck
+workflow. A watchdog thread does it: torch's operators and the
 Triton interpreter release the interpreter lock often enough for it to run."""
 
 from __future__ import annotations
@@ -13,17 +15,20 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def deadline(seconds: float | None, on_expiry: Callable[[], None]) -> Iterator[threading.Lock]:
+def deadline(
+    seconds: float | None, on_expiry: Callable[[], None], exit_status: int = 0
+) -> Iterator[threading.Lock]:
     """Within the block, after ``seconds`` call ``on_expiry`` and exit the process (status
-    0: the record says what happened). The block holds the yielded lock while it writes its
-    own result, so that the two never both write."""
+    0 by default: the record says what happened; a command with nothing to record exits
+    non-zero). The block holds the yielded lock while it writes its own result, so that the
+    two never both write."""
     lock = threading.Lock()
 
     def expire() -> None:
         if lock.acquire(blocking=False):
             on_expiry()
             print(f"stopped after the time limit of {seconds:g} s", file=sys.stderr, flush=True)
-            os._exit(0)
+            os._exit(exit_status)
 
     timer = threading.Timer(seconds, expire) if seconds else None
     if timer:

@@ -53,6 +53,7 @@ class Result:
     written: bool
     # pass | fail | error | nonfinite | unavailable (a forced SDPA backend, or the device:
     # cuda without a GPU) | unfit (its launch cannot run on this GPU: the preflight says why)
+    # | timeout (the validate job's time limit passed before the case ran)
     verdict: str
     expected: str  # pass | fail | nonfinite
     seconds: float
@@ -191,8 +192,29 @@ def validate(
     return results
 
 
-def unavailable(
+def unavailable(reason: str, **cases) -> list[Result]:
+    """Every case ``validate`` would run, with verdict ``unavailable`` and ``reason``, for a
+    device this machine does not have (cuda without a GPU): nothing is run, nothing is
+    allocated, and each case still says what it would have been expected to give.
+    ``cases``: validate's impls, dtypes, causals, shapes, block_m, block_n and seed."""
+    return not_run(reason, "unavailable", **cases)
+
+
+def timed_out(reason: str, finished: list[Result], **cases) -> list[Result]:
+    """A validation stopped at its time limit: the cases that finished as they came out, each
+    other with verdict ``timeout`` and ``reason`` (not as expected, so the implementation's
+    points are recorded as skipped, naming the limit)."""
+    done = {_case_of(r): r for r in finished}
+    return [done.get(_case_of(r), r) for r in not_run(reason, "timeout", **cases)]
+
+
+def _case_of(r: Result) -> tuple:
+    return (r.impl, r.dtype, r.causal, r.batch, r.heads, r.tokens, r.head_dim, r.layout, r.inputs)
+
+
+def not_run(
     reason: str,
+    verdict: str,
     impls=None,
     dtypes=tuple(DTYPES),
     causals=(False, True),
@@ -201,9 +223,7 @@ def unavailable(
     block_n: int = DEFAULT_BLOCK,
     seed: int = 0,
 ) -> list[Result]:
-    """Every case ``validate`` would run, with verdict ``unavailable`` and ``reason``, for a
-    device this machine does not have (cuda without a GPU): nothing is run, nothing is
-    allocated, and each case still says what it would have been expected to give."""
+    """Every case ``validate`` would run with this ``verdict`` and ``reason`` as its message."""
     impls = catalog.names() if impls is None else impls
     results = []
     for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
@@ -223,7 +243,7 @@ def unavailable(
                     error=float("nan"),
                     bound=float("nan"),
                     written=False,
-                    verdict="unavailable",
+                    verdict=verdict,
                     message=reason,
                     seconds=0.0,
                 )  # fmt: skip

@@ -103,16 +103,15 @@ def grace(limit: float) -> float:
 
 
 def time_limit(argv: list[str]) -> float | None:
-    """A measure job's --time-limit (the worker stops the point itself then)."""
-    if argv[0] != "measure":
-        return None
+    """A job's --time-limit (the worker stops the command itself then); a measure job has
+    one by default, the other commands only when given."""
     for i, arg in enumerate(argv):
         if arg == "--time-limit" and i + 1 < len(argv):
             try:
                 return float(argv[i + 1])
             except ValueError:
                 return None
-    return float(JOB_LIMIT_SECONDS)
+    return float(JOB_LIMIT_SECONDS) if argv[0] == "measure" else None
 
 
 class WorkerGoneError(Exception):
@@ -215,8 +214,8 @@ class Job:
         if self.worker_pid:
             session.send_signal(self.worker_pid, signal.SIGKILL)
         return self._died(
-            f"stopped after the time limit of {limit:g} s per measure job (--time-limit): the "
-            f"worker (pid {self.worker_pid}) had not stopped the point itself {grace(limit):g} s later, "
+            f"stopped after the time limit of {limit:g} s per {self.argv[0]} job (--time-limit): the "
+            f"worker (pid {self.worker_pid}) had not stopped the command itself {grace(limit):g} s later, "
             "so it was killed"
         )
 

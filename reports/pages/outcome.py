@@ -4,7 +4,7 @@ outcome file saying why the page failed; the index links the pages that rendered
 the failed ones, and the run still ends non-zero naming them.
 
     python -m reports.pages.outcome run TEMPLATE NOTEBOOK OUTCOME LOG [--replaces PAGE ...]
-                                    [-- papermill's -p NAME VALUE ...]
+                                    [--time-limit SECONDS] [-- papermill's -p NAME VALUE ...]
     python -m reports.pages.outcome rendered OUTCOME
 
 ``run`` runs papermill on TEMPLATE into NOTEBOOK (the executed notebook, kept for the reader
@@ -13,15 +13,20 @@ even when a cell raised), its output to LOG, makes NOTEBOOK independent of the r
 the notebook ran, whether a cell raised or not (a failed page also removes the PAGEs an
 earlier run published for it: they would show what this run could not); non-zero only when
 papermill could not run it at all (no executed notebook: a fault of the installation, not
-of the page). ``rendered`` exits non-zero, naming the error, unless OUTCOME says the page
+of the page). A notebook still running after --time-limit is stopped, its kernel with it,
+and the page fails naming the limit (the notebook as far as it ran is kept, or the template
+when papermill had written none). ``rendered`` exits non-zero, naming the error, unless OUTCOME says the page
 rendered."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kernels.io.atomic import write_text_atomic
@@ -114,20 +119,87 @@ def is_ok(path: str | os.PathLike) -> bool:
         return False
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (Linux /proc): the notebook's kernel is papermill's
+    child, in a session of its own, so ending papermill's group does not reach it."""
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            parent = int((proc / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(proc.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def end_tree(process: subprocess.Popen) -> None:
+    """papermill and everything it started: SIGTERM, then SIGKILL for what is left 5 s later."""
+    tree = [process.pid, *descendants(process.pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in tree:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                continue
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            time.sleep(0.2)  # the kernel's own end, then SIGKILL for anything that ignored it
+
+
+def execute(command: list[str], log, time_limit: float | None) -> tuple[int, str | None]:
+    """Run papermill: (exit status, why it was stopped or None). Past ``time_limit``
+    seconds, or when this job is ended (Ctrl-C, a cancelled run), papermill and its kernel
+    are ended."""
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+    def cancelled(signum, frame) -> None:
+        end_tree(process)
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, cancelled) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return process.wait(timeout=time_limit), None
+    except subprocess.TimeoutExpired:
+        end_tree(process)
+        return process.returncode or 1, (
+            f"stopped after the time limit of {time_limit:g} s per report job (limits.rule_seconds.report)"
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run(
-    template: str, notebook: str, out: str, log: str, papermill_args: list[str], replaces: list[str] = ()
+    template: str,
+    notebook: str,
+    out: str,
+    log: str,
+    papermill_args: list[str],
+    replaces: list[str] = (),
+    time_limit: float | None = None,
 ) -> int:
     """The notebook rule's work (module docstring); returns the exit status."""
     page = Path(out).name.removesuffix(".outcome.json")
     Path(notebook).unlink(missing_ok=True)  # an old run's notebook would say the wrong thing
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w", encoding="utf-8") as handle:
-        status = subprocess.run(
+        status, overdue = execute(
             [sys.executable, "-m", "papermill", template, notebook, "-k", "python3", *papermill_args],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            check=False,
-        ).returncode
+            handle,
+            time_limit,
+        )
+    if overdue and not Path(notebook).is_file():  # stopped before papermill wrote anything
+        shutil.copyfile(template, notebook)
     if not Path(notebook).is_file():
         print(f"error: papermill did not run {template} (status {status}; see {log})", file=sys.stderr)
         return status or 1
@@ -135,7 +207,7 @@ def run(
         executed = json.loads(Path(notebook).read_text(encoding="utf-8"))
     except ValueError:
         executed = {}
-    error = first_error(executed)
+    error = overdue or first_error(executed)
     ok = status == 0 and error is None
     if not ok and error is None:
         error = last_line(log)
@@ -171,11 +243,14 @@ def main(argv: list[str]) -> int:
     for name in ("template", "notebook", "outcome", "log"):
         running.add_argument(name)
     running.add_argument("--replaces", action="append", default=[])
+    running.add_argument("--time-limit", type=float, help="seconds the notebook may run (default: none)")
     commands.add_parser("rendered").add_argument("outcome")
     ours, papermill = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     args = parser.parse_args(ours)
     if args.command == "run":
-        return run(args.template, args.notebook, args.outcome, args.log, papermill, args.replaces)
+        return run(
+            args.template, args.notebook, args.outcome, args.log, papermill, args.replaces, args.time_limit
+        )
     try:
         result = read(args.outcome)
     except OutcomeError as err:

@@ -11,14 +11,16 @@ rule build:
     conda:
         "../../envs/attnio.yaml"
     resources:
-        runtime=60,
+        runtime=rule_minutes("build"),
     params:
+        time_limit=RULE_SECONDS["build"],
         points=lambda wc: BUILD_JOBS[attnio_point.BUILD_PATTERN.format(**wc)],
         targets=BUILD_TARGETS,
         candidates="--candidates" if config["build"]["candidates"] else "--no-candidates",
     shell:
         "python -m kernels build --target {params.targets:q} --point {params.points:q} "
-        "{params.candidates} --artifacts {output.artifacts:q} --out {output.json:q} > {log:q} 2>&1"
+        "{params.candidates} --time-limit {params.time_limit:q} --artifacts {output.artifacts:q} "
+        "--out {output.json:q} > {log:q} 2>&1"
 
 
 rule build_table:

@@ -71,6 +71,13 @@ GROUPS = attnio_sweep.groups(POINTS)
 # A measure job's own limit turns a hang into a failed record; SLURM's, a little longer, is
 # the backstop where that cannot run.
 JOB_MINUTES = config["limits"]["job_seconds"] // 60 + 5
+# Every other rule that runs kernel, plugin or notebook code has a limit of its own kind
+# (limits.rule_seconds), with SLURM's runtime a little longer in the same way.
+RULE_SECONDS = config["limits"]["rule_seconds"]
+
+
+def rule_minutes(rule):
+    return RULE_SECONDS[rule] // 60 + 5
 
 
 wildcard_constraints:

@@ -11,13 +11,14 @@ rule ceilings:
     resources:
         gpu=1 if ON_GPU else 0,
         slurm_extra="--exclusive",
-        runtime=10,
+        runtime=rule_minutes("ceilings"),
     params:
+        time_limit=RULE_SECONDS["ceilings"],
         device=DEVICE,
         threads=threads_option,
     shell:
         "python -m kernels ceilings --device {params.device:q} {params.threads:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--time-limit {params.time_limit:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule measure:

@@ -14,10 +14,11 @@ rule preflight:
         "../../envs/attnio.yaml"
     threads: machine_threads
     resources:
-        runtime=30,
+        runtime=rule_minutes("preflight"),
     params:
+        time_limit=RULE_SECONDS["preflight"],
         points=preflight_points,
         targets=REQUIRED_TARGETS,
     shell:
         "python -m kernels preflight {params.points:q} --target {params.targets:q} "
-        "--jobs {threads} --out {output:q} > {log:q} 2>&1"
+        "--jobs {threads} --time-limit {params.time_limit:q} --out {output:q} > {log:q} 2>&1"

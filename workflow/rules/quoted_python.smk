@@ -1,7 +1,7 @@
 # A checkout whose path has a space ("OneDrive - Company", "Application Support") must run:
 # every rule's shell quotes its paths with :q, but Snakemake's script: directive runs
 # "{py_exec} {fname:q}" with the interpreter (the environment's python) unquoted, upstream
-# snakemake issue 2645, so every script rule would fail with ".../my: No such file or
+# snakemake issue 2645, so each script-based job would fail with ".../my: No such file or
 # directory". Until that is fixed upstream, the interpreter of that one command is quoted
 # here; a Snakemake whose command is already quoted (or different) is left as it is. This
 # file is read in every Snakemake process, so jobs on a cluster's nodes get it too.

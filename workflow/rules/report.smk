@@ -27,7 +27,10 @@ checkpoint report_notebook:
         f"{RESULTS}/logs/reports/{{report}}.log",
     conda:
         "../../envs/attnio.yaml"
+    resources:
+        runtime=rule_minutes("report"),
     params:
+        time_limit=RULE_SECONDS["report"],
         parameters=papermill_parameters,
         # what report_html published for it earlier: a failed page removes them
         published=lambda wc: [
@@ -35,7 +38,8 @@ checkpoint report_notebook:
         ],
     shell:
         "python -m reports.pages.outcome run {input.template:q} {output.notebook:q} "
-        "{output.outcome:q} {log:q} {params.published:q} -- {params.parameters:q}"
+        "{output.outcome:q} {log:q} {params.published:q} --time-limit {params.time_limit:q} "
+        "-- {params.parameters:q}"
 
 
 rule report_html:

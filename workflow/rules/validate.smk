@@ -14,8 +14,9 @@ rule validate:
         "../../envs/attnio.yaml"
     resources:
         gpu=1 if ON_GPU else 0,
-        runtime=30,
+        runtime=rule_minutes("validate"),
     params:
+        time_limit=RULE_SECONDS["validate"],
         device=DEVICE,
         seed=config["seed"],
         preflight=lambda wc, input: ["--preflight", *input.preflight] if input.preflight else [],
@@ -28,7 +29,7 @@ rule validate:
     shell:
         "python -m kernels validate --impl {wildcards.impl:q} --dtype {wildcards.dtype:q} "
         "--device {params.device:q} --seed {params.seed:q} {params.blocks:q} {params.preflight:q} "
-        "--quiet --exit-zero --json {output:q} > {log:q} 2>&1"
+        "--time-limit {params.time_limit:q} --quiet --exit-zero --json {output:q} > {log:q} 2>&1"
 
 
 rule tile_errors:
@@ -42,10 +43,11 @@ rule tile_errors:
         "../../envs/attnio.yaml"
     resources:
         gpu=1 if ON_GPU else 0,
-        runtime=30,
+        runtime=rule_minutes("tile_errors"),
     params:
+        time_limit=RULE_SECONDS["tile_errors"],
         device=DEVICE,
         seed=config["seed"],
     shell:
         "python -m kernels tile-errors --device {params.device:q} --seed {params.seed:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--time-limit {params.time_limit:q} --out {output:q} > {log:q} 2>&1"
