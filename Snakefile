@@ -40,7 +40,7 @@ onsuccess:
 
 onerror:
     end_workers()
-    print_run_summary()
+    print_run_summary(failed=True)
 
 
 # Every file the study keeps (leaves() in workflow/rules/common.smk: records, verdicts, build

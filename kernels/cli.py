@@ -938,7 +938,18 @@ NOTHING_TO_RECORD = (lambda args: print(f"error: {time_limit_reason(args)}", fil
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from kernels.io.atomic import disk_full_message, is_disk_full
+
+    try:
+        return run_command(build_parser().parse_args(argv))
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        print(f"error: {disk_full_message(err)}", file=sys.stderr, flush=True)
+        return 1
+
+
+def run_command(args: argparse.Namespace) -> int:
     if getattr(args, "time_limit", None) is None or args.command == "measure":
         return COMMANDS[args.command](args)
     from kernels.measure.deadline import deadline

@@ -14,6 +14,8 @@ import re
 import sys
 from pathlib import Path
 
+from kernels.io.atomic import write_text_atomic
+
 TIMINGS = ("start_time", "end_time", "duration")
 # where papermill found the template and wrote the result: the run's places, not its content
 PLACES = ("input_path", "output_path")
@@ -41,7 +43,7 @@ def stabilize(notebook: dict) -> dict:
 def main(path: str) -> None:
     notebook = Path(path)
     data = stabilize(json.loads(notebook.read_text(encoding="utf-8")))
-    notebook.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_atomic(notebook, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

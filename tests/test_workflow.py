@@ -15,7 +15,7 @@ import nbformat
 import pandas as pd
 import pytest
 import yaml
-from workflow_run import ROOT, env, snakemake, worker_processes
+from workflow_run import ROOT, command, env, snakemake, worker_processes
 
 from kernels.io.records import DamagedRecordError, read_leaf, read_record
 from kernels.io.tables import gather
@@ -740,3 +740,39 @@ def test_the_run_ends_with_the_summary_and_the_index_not_the_input_list(study):
     assert re.match(r"localrule all:\n    input: \d+ files, every leaf of the study", end), end[:300]
     assert "results/points/" not in end and "reason:" not in end  # no list of paths
     assert re.search(r"^attnio: \d+ points: .*\nattnio: reports: results/index.html$", end, re.M)
+
+
+# --- a full disk (on a copy of the shared ci study, results/ a small tmpfs of the test's own) ---
+UNSHARE = ["unshare", "--user", "--map-root-user", "--mount"]
+
+
+def test_a_full_disk_is_named_nothing_partial_is_kept_and_the_next_run_recovers(study, tmp_path):
+    """With a record, every HTML page and the index to make again and no room where results/
+    is, the run fails saying so (its jobs' logs may have had no room either), leaves no
+    temporary file and no leaf cut short under its final name (a dry run finds no damage);
+    with room again the next run makes what is missing and nothing is left to do."""
+    if not shutil.which("unshare") or subprocess.run([*UNSHARE, "true"], capture_output=True).returncode:
+        pytest.skip("needs unshare --user --mount, for a tmpfs of the test's own under results/")
+    copy = tmp_path / "copy"
+    shutil.copytree(study, copy, symlinks=True)
+    results = copy / "results"
+    for path in [results / RECORD, results / "index.html", *(results / "reports").glob("*.html")]:
+        path.unlink()
+    summary = tmp_path / "summary.json"
+    run = command(copy, "--cores", "2", *CONFIG)
+    helper = [sys.executable, str(ROOT / "tests" / "full_disk.py"), str(copy), str(summary), "--", *run]
+    done = subprocess.run([*UNSHARE, *helper], capture_output=True, text=True, env=env(), timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(summary.read_text())
+    full = found["full"]
+    assert full["returncode"] != 0, full["output"][-3000:]
+    assert re.search(r"^attnio: no space left on device: the file system of results/ has [\d,]+ bytes free",
+                     full["output"], re.M), full["output"][-3000:]  # fmt: skip
+    assert found["leftovers_when_full"] == []
+    dry = found["dry_when_full"]
+    assert dry["returncode"] == 0 and "Damaged" not in dry["output"], dry["output"][-3000:]
+    again = found["again"]
+    assert again["returncode"] == 0, again["output"][-3000:]
+    assert "attnio: no space left on device" not in again["output"]
+    assert found["leftovers_again"] == []
+    assert "Nothing to be done" in found["dry_again"]["output"], found["dry_again"]["output"][-2000:]

@@ -5,8 +5,10 @@ umask gives a new file (mkstemp's own are 0600, which a group or a web server ca
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,6 +19,41 @@ def new_file_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(OSError):
+    """A write that found no room: the message names the file, the bytes it needed (or had
+    written when the room ran out) and what its file system has free."""
+
+    def __init__(self, path: str | os.PathLike, needed: int | None, written: int = 0) -> None:
+        folder = Path(path).parent
+        try:
+            usage = shutil.disk_usage(folder)
+            room = f"{usage.free:,} bytes free of {usage.total:,} on the file system of {folder}"
+        except OSError:
+            room = f"the file system of {folder} could not be asked how much is free"
+        need = (
+            f"needed {needed:,} bytes"
+            if needed is not None
+            else f"needed more than the {written:,} bytes it had written"
+        )
+        super().__init__(errno.ENOSPC, f"no space left on device writing {path}: {need}, {room}")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in FULL
+
+
+def disk_full_message(err: OSError) -> str:
+    """One line for a write that found no room, from any writer's error."""
+    if isinstance(err, DiskFullError):
+        return str(err.strerror)
+    return str(DiskFullError(err.filename or "a file", None).strerror).replace(
+        ": needed more than the 0 bytes it had written", ""
+    )
 
 
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, sealed: bool = False) -> None:
@@ -30,8 +67,11 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, seal
         write(Path(tmp))
         os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
+        written = Path(tmp).stat().st_size if Path(tmp).exists() else 0
         Path(tmp).unlink(missing_ok=True)
+        if is_disk_full(err) and not isinstance(err, DiskFullError):
+            raise DiskFullError(target, getattr(err, "attnio_needed", None), written) from err
         raise
     if sealed:
         from kernels.io.seal import write_seal
@@ -41,10 +81,14 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, seal
 
 def write_text_atomic(path: str | os.PathLike, text: str, *, sealed: bool = False) -> None:
     def write(tmp: Path) -> None:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as err:
+            err.attnio_needed = len(text.encode("utf-8"))  # what the message names
+            raise
 
     write_atomic(path, write, sealed=sealed)
 

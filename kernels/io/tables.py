@@ -72,6 +72,22 @@ def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
 NESTED = ("ncu_kernels", "launch_candidates")
 
 
+TIME_FIELDS = ("time_ms", "time_p10_ms", "time_p90_ms")
+
+
+def busy_set_aside(record: dict) -> dict:
+    """A point timed while the machine was busy (its contention verdict): its times are left
+    out of the tables (kept as busy_time_ms), and its time_reason and stage_time_reason
+    say why, so every page and finding leaves it out, naming it. The record keeps them."""
+    contention = record.get("contention") or {}
+    if contention.get("verdict") != "busy" or record.get("time_ms") is None:
+        return record
+    why = f"left out: timed while the machine was busy ({contention['reason']})"
+    staged = {"stage_times": [], "stage_time_reason": why} if record.get("stage_times") else {}
+    aside = {"busy_time_ms": record["time_ms"], "time_reason": why}
+    return record | dict.fromkeys(TIME_FIELDS) | aside | staged
+
+
 REST = "rest"  # the timed-stage row for what the whole call spends beyond its stages
 REST_DOES = "the call beyond its stages: its own fresh T×T allocations (and their page faults)"
 
@@ -97,7 +113,7 @@ def timed_stage_rows(record: dict) -> list[dict]:
 
 
 def timed_stage_table(records: list[dict]) -> pd.DataFrame:
-    rows = [row for record in records for row in timed_stage_rows(record)]
+    rows = [row for record in records for row in timed_stage_rows(busy_set_aside(record))]
     table = pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable")
     if table.empty:
         return table
@@ -106,11 +122,12 @@ def timed_stage_table(records: list[dict]) -> pd.DataFrame:
 
 def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, stages = [], []
-    for record in records:
-        skip = ("stages", "stage_times", "versions", "process", *NESTED)
+    for record in map(busy_set_aside, records):
+        skip = ("stages", "stage_times", "versions", "process", "contention", *NESTED)
         row = {k: v for k, v in record.items() if k not in skip}
         row |= {f"version_{k}": v for k, v in record["versions"].items()}
         row |= {f"process_{k}": v for k, v in (record.get("process") or {}).items()}
+        row |= {f"contention_{k}": v for k, v in (record.get("contention") or {}).items()}
         row |= {k: json.dumps(record[k]) if record.get(k) else None for k in NESTED}
         rows.append(row)
         key = {k: record[k] for k in POINT_KEY}

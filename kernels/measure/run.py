@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import math
 import time
+from contextlib import nullcontext
 
 import torch
 
@@ -107,6 +108,7 @@ def _run(
     candidates: list[tuple[int, int]],
 ) -> dict:
     from kernels.impl.inputs import make_qkv
+    from kernels.measure.contention import watched
     from kernels.measure.timing import time_cpu, time_cuda
 
     q, k, v = make_qkv(
@@ -122,26 +124,32 @@ def _run(
     call = call_of(point, q, k, v)
     out_bytes = q.numel() * q.element_size()
     found: dict = {}
-    if point.triton and mode.interpret():
-        from kernels.measure.traffic import count_traffic
+    interpreted = point.triton and mode.interpret()
+    # the machine's load while the point is timed, its call and its stages (never interpreted)
+    with nullcontext() if interpreted else watched(threads) as contention:
+        if interpreted:
+            from kernels.measure.traffic import count_traffic
 
-        with count_traffic() as counter:
+            with count_traffic() as counter:
+                peak, out = peak_allocated(device, call)
+            found["counted"] = counter.by_stage()
+            found["time_reason"] = "not timed: Triton interpreter (correctness and counting only)"
+        elif device == "cuda" and candidates:
+            found |= fastest_launch(point, q, k, v, candidates)
+            chosen = (found["num_warps"], found["num_stages"])
+            peak, out = peak_allocated(device, call_of(point, q, k, v, chosen))
+        else:
+            if device == "cuda":
+                call()  # compile and warm up before anything is measured
             peak, out = peak_allocated(device, call)
-        found["counted"] = counter.by_stage()
-        found["time_reason"] = "not timed: Triton interpreter (correctness and counting only)"
-    elif device == "cuda" and candidates:
-        found |= fastest_launch(point, q, k, v, candidates)
-        peak, out = peak_allocated(device, call_of(point, q, k, v, (found["num_warps"], found["num_stages"])))
-    else:
-        if device == "cuda":
-            call()  # compile and warm up before anything is measured
-        peak, out = peak_allocated(device, call)
-        found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
-    found["peak_alloc_bytes"] = max(0, peak - out_bytes)
-    found |= check_output(point, q, k, v, out)
-    if stage_names(point):
-        del out  # the stages allocate their own S and P
-        found |= timed_stages(point, q, k, v, device)
+            found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
+        found["peak_alloc_bytes"] = max(0, peak - out_bytes)
+        found |= check_output(point, q, k, v, out)
+        if stage_names(point):
+            del out  # the stages allocate their own S and P
+            found |= timed_stages(point, q, k, v, device)
+    if contention is not None:
+        found["contention"] = contention
     if device == "cuda" and use_ncu:
         from kernels.measure import ncu
 

@@ -92,6 +92,21 @@ def _link(href: str, text: str) -> str:
     return f"<a href='{html.escape(href)}'>{html.escape(text)}</a>"
 
 
+def busy_points(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The points timed while the machine was busy (their contention verdict)."""
+    if "contention_verdict" not in metrics:
+        return metrics.iloc[:0]
+    return metrics[metrics["contention_verdict"] == "busy"]
+
+
+def _reason(r) -> str:
+    """A point's reason, or for one timed on a busy machine why its times are left out."""
+    if isinstance(r.reason, str):
+        return r.reason
+    busy = str(getattr(r, "contention_verdict", None)) == "busy"
+    return r.time_reason if busy and isinstance(r.time_reason, str) else ""
+
+
 def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     """Every planned point: what it is, its status and reason, and links to its record and
     its log (paths as the workflow wrote them, relative to results/)."""
@@ -125,7 +140,7 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
             f"<tr class='{html.escape(str(r.status))}'>"
             + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
             + f"<td><strong>{html.escape(str(r.status))}</strong></td>"
-            + f"<td>{html.escape(r.reason) if isinstance(r.reason, str) else ''}</td>"
+            + f"<td>{html.escape(_reason(r))}</td>"
             + f"<td>{links}</td></tr>"
         )
     header = "".join(f"<th>{h}</th>" for h in head)
@@ -474,6 +489,15 @@ def render(
             "definition is finite ("
             + ", ".join(f"{r.impl} {r.dtype} T={r.tokens} inputs={r.inputs}" for r in broken.itertuples())
             + "); the Storage and Tile-softmax reports explain why."
+        )
+    busy = busy_points(metrics)
+    if not busy.empty:
+        warnings.append(
+            f"{len(busy)} point(s) were timed while the machine was busy, so their times are left "
+            "out of the tables, the pages and these findings (results/metrics.csv: time_reason says "
+            "why, busy_time_ms holds what was measured): "
+            + ", ".join(f"{r.impl} {r.dtype} T={r.tokens}" for r in busy.itertuples())
+            + ". To time them again, delete their records and run again on a quiet machine."
         )
     for status in ("skipped", "failed"):
         bad = metrics[metrics["status"] == status]

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernels.io.atomic import write_text_atomic
+from kernels.io.atomic import disk_full_message, is_disk_full, write_text_atomic
 
 FIELDS = ("page", "ok", "error", "log", "notebook")
 
@@ -188,23 +188,42 @@ def run(
     replaces: list[str] = (),
     time_limit: float | None = None,
 ) -> int:
-    """The notebook rule's work (module docstring); returns the exit status."""
+    """The notebook rule's work (module docstring); returns the exit status. papermill
+    writes the executed notebook under a temporary name, renamed once whole: a run stopped
+    (or out of room) midway leaves nothing cut short under the final name."""
     page = Path(out).name.removesuffix(".outcome.json")
     Path(notebook).unlink(missing_ok=True)  # an old run's notebook would say the wrong thing
+    partial = Path(notebook).with_name(f".{Path(notebook).stem}.running.ipynb")
+    partial.unlink(missing_ok=True)
     Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w", encoding="utf-8") as handle:
-        status, overdue = execute(
-            [sys.executable, "-m", "papermill", template, notebook, "-k", "python3", *papermill_args],
-            handle,
-            time_limit,
-        )
-    if overdue and not Path(notebook).is_file():  # stopped before papermill wrote anything
-        shutil.copyfile(template, notebook)
-    if not Path(notebook).is_file():
-        print(f"error: papermill did not run {template} (status {status}; see {log})", file=sys.stderr)
-        return status or 1
     try:
-        executed = json.loads(Path(notebook).read_text(encoding="utf-8"))
+        with open(log, "w", encoding="utf-8") as handle:
+            status, overdue = execute(
+                [sys.executable, "-m", "papermill", template, str(partial), "-k", "python3", *papermill_args],
+                handle,
+                time_limit,
+            )
+        if overdue and not partial.is_file():  # stopped before papermill wrote anything
+            shutil.copyfile(template, partial)
+        if not partial.is_file():
+            print(f"error: papermill did not run {template} (status {status}; see {log})", file=sys.stderr)
+            return status or 1
+        return finish(page, partial, notebook, out, log, status, overdue, replaces)
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        print(f"error: {disk_full_message(err)}", file=sys.stderr)
+        return 1
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def finish(
+    page: str, partial: Path, notebook: str, out: str, log: str, status: int, overdue, replaces
+) -> int:
+    """The executed notebook (at ``partial``) made stable and put in place, and its outcome."""
+    try:
+        executed = json.loads(partial.read_text(encoding="utf-8"))
     except ValueError:
         executed = {}
     error = overdue or first_error(executed)
@@ -213,7 +232,7 @@ def run(
         error = last_line(log)
     with open(log, "a", encoding="utf-8") as handle:
         done = subprocess.run(
-            [sys.executable, "-m", "reports.stable", notebook],
+            [sys.executable, "-m", "reports.stable", str(partial)],
             stdout=handle,
             stderr=subprocess.STDOUT,
             check=False,
@@ -223,6 +242,7 @@ def run(
     if done.returncode != 0 and ok:
         print(f"error: reports.stable could not rewrite {notebook} (see {log})", file=sys.stderr)
         return done.returncode
+    os.replace(partial, notebook)
     if not ok:
         for stale in replaces:
             Path(stale).unlink(missing_ok=True)

@@ -453,18 +453,20 @@ def end_workers():
     attnio_warm.end(WARM_RUN.pop("run", None))
 
 
-def print_run_summary():
+def print_run_summary(failed=False):
     """The last lines a run prints: the configured points counted by the records on disk
     (ok, skipped, failed; missing: no record; damaged: one that cannot be used), and where
-    to look."""
+    to look; ``failed``: a run that ended in an error, also whether results/ is out of room."""
     from collections import Counter
     from kernels.io.records import DamagedRecordError, read_record
 
-    counts, unusable = Counter(), []
+    counts, unusable, busy = Counter(), [], 0
     for point in POINTS:
         path = output_of(rules.measure.output[0], point)
         try:
-            counts[read_record(path, record_fields(point))["status"]] += 1
+            record = read_record(path, record_fields(point))
+            counts[record["status"]] += 1
+            busy += (record.get("contention") or {}).get("verdict") == "busy"
         except DamagedRecordError:
             counts["damaged" if os.path.exists(path) else "missing"] += 1
             unusable.append(path)
@@ -473,6 +475,12 @@ def print_run_summary():
     table = Path(RESULTS, "metrics.csv")
     why = f"{table}, column reason" if table.exists() else f"each record under {RESULTS}/points/"
     logger.info(f"attnio: {len(POINTS)} points: {said} (why: {why})")
+    if busy:
+        logger.warning(
+            f"attnio: {busy} of them timed while the machine was busy: their times are left "
+            f"out of the tables and pages (why: {table}, column time_reason); to time them "
+            "again, delete their records and run again on a quiet machine"
+        )
     if unusable:
         more = f" and {len(unusable) - 1} more" if len(unusable) > 1 else ""
         logger.warning(f"attnio: no usable record: {unusable[0]}{more}; a plain run makes them")
@@ -481,7 +489,34 @@ def print_run_summary():
     said = index_line(Path(RESULTS, "index.html"), newest)
     if said:
         logger.info(said)
+    said = disk_full_line(RESULTS) if failed else None
+    if said:
+        logger.error(said)
     failed_pages_end_the_run()
+
+
+# Less room than this where results/ is (64 MiB, or 2 % of a smaller file system): a job
+# that failed there most likely found none (its log may be empty, having had no room either).
+LOW_ROOM_BYTES = 64 << 20
+LOW_ROOM_SHARE = 0.02
+
+
+def disk_full_line(folder):
+    """A failed run's closing line when the results' file system is (nearly) full, or None."""
+    import shutil
+
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return None
+    if usage.free >= min(LOW_ROOM_BYTES, LOW_ROOM_SHARE * usage.total):
+        return None
+    return (
+        f"attnio: no space left on device: the file system of {folder}/ has {usage.free:,} "
+        f"bytes free of {usage.total:,}; jobs that write there fail (their logs may be empty, "
+        "having no room either) and nothing partial is kept under a final name: free some "
+        "space and run again, which makes what is missing"
+    )
 
 
 # When this run began reading the workflow: an index older than this, which the run's plan
