@@ -147,6 +147,20 @@ def load_profiles(results: str | Path) -> tuple[list[dict], list[str]]:
     return records, missing
 
 
+def read_ceilings(path: Path) -> dict | None:
+    """The ceilings held to their schema, as every reader holds them; None (the lines then
+    name the file as missing) when absent or damaged, the damage printed."""
+    from kernels.io.records import DamagedRecordError, read_leaf
+
+    if not path.exists():
+        return None
+    try:
+        return read_leaf(path, "ceilings")
+    except DamagedRecordError as err:
+        print(f"not used: {err}")
+        return None
+
+
 def lines(results: str | Path = "results") -> list[str]:
     import pandas as pd
 
@@ -156,7 +170,7 @@ def lines(results: str | Path = "results") -> list[str]:
     else:
         found = [f"no timed GPU point (missing: {table})"]
     ceilings_file = Path(results, "ceilings.json")
-    ceilings = json.loads(ceilings_file.read_text()) if ceilings_file.exists() else None
+    ceilings = read_ceilings(ceilings_file)
     records, missing = load_profiles(results)
     if records:
         found += softmax_bandwidth(records, ceilings, ceilings_file) + model_against_dram(records)

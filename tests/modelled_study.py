@@ -119,6 +119,7 @@ def ceilings(cache_bytes: int, device_name: str = "made-up CPU") -> dict:
         "matmul_tflops": MATMUL_FLOPS / 1e12,
         "matmul_dtype": "float32",
         "exp_per_s": 1e9,
+        "call_us": 5.0,
         "levels": [
             {"level": "L3", "bytes": cache_bytes, "footprint_bytes": cache_bytes // 2}
             | {"copy_gbps": CACHE_RATE / 1e9, "update_gbps": 1.2 * CACHE_RATE / 1e9},

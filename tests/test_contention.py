@@ -1,6 +1,6 @@
 """A point timed while other processes held the CPUs its threads need is marked busy, with
-the evidence and the reason (kernels.measure.contention), and the tables leave its times out,
-naming why, so no page or finding uses them. The real measurement runs beside competing
+the evidence and the reason (kernels.measure.contention); the tables keep its times with the
+verdict beside them, and the pages that show them name it. The real measurement runs beside competing
 processes of this test's own, as many as the CPUs it may use."""
 
 import json
@@ -8,13 +8,12 @@ import os
 import subprocess
 import sys
 
-import pandas as pd
 import pytest
 from workflow_run import env
 
 from kernels.io.tables import tables, timed_stage_table
 from kernels.measure.contention import cpu_ticks, verdict
-from reports.pages.common import why_untimed
+from reports.pages.common import busy_note
 
 STAT = """cpu  900 0 300 5000 20 0 10 40 0 0
 cpu0 400 0 100 2500 10 0 5 20 0 0
@@ -56,7 +55,7 @@ def spinners(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
-def test_a_point_timed_beside_competing_processes_is_busy_and_left_out_of_the_tables(tmp_path):
+def test_a_point_timed_beside_competing_processes_is_busy_and_marked(tmp_path):
     out = tmp_path / "record.json"
     point = ["--impl", "torch_naive", "--tokens", "256", "--head-dim", "64", "--dtype", "float32"]
     threads = min(2, len(os.sched_getaffinity(0)))
@@ -80,10 +79,8 @@ def test_a_point_timed_beside_competing_processes_is_busy_and_left_out_of_the_ta
     assert record["status"] == "ok" and contention["verdict"] == "busy", contention
     assert contention["taken_share"] > 0.15 and contention["threads"] == threads
     metrics, _ = tables([record])
-    row = metrics.iloc[0]
-    assert pd.isna(row["time_ms"]) and row["busy_time_ms"] == record["time_ms"]
-    assert row["time_reason"].startswith("left out: timed while the machine was busy (other processes kept")
-    assert row["contention_verdict"] == "busy"
-    assert timed_stage_table([record]).empty  # its stage times are left out with it
-    said = why_untimed(metrics)
-    assert said.startswith("no point of this study was timed (torch_naive: left out: timed while the machine")
+    row = metrics.iloc[0]  # kept as measured, marked
+    assert row["time_ms"] == record["time_ms"] and row["contention_verdict"] == "busy"
+    assert timed_stage_table([record])["contention_verdict"].eq("busy").all()
+    said = busy_note(metrics)
+    assert said.startswith("**Timed on a busy machine:** 1 of the 1 timed points (torch_naive float32 T=256)")

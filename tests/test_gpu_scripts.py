@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from test_headline import H200_CEILINGS
 from workflow_run import ROOT, checkout_copy, env, snakemake
 
 from kernels.study.point import Point
@@ -195,7 +196,7 @@ def test_the_profile_runs_the_timed_launch_into_what_the_headline_reads(tmp_path
         f"{HEADLINE_POINTS['triton_flash'].name}.json"
     )
 
-    (tmp_path / "results" / "ceilings.json").write_text(json.dumps({"copy_gbps": 4000.0}))
+    (tmp_path / "results" / "ceilings.json").write_text(json.dumps(H200_CEILINGS))
     lines = headline.lines(tmp_path / "results")
     for line in lines:
         named = re.search(r"\(([^()]*)\)$", line)

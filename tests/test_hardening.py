@@ -134,8 +134,9 @@ def test_the_catalog_file_states_the_usage_and_deployment_the_readme_gives():
         "report": True,
     }
     readme = (ROOT / "README.md").read_text()
-    for said in ("make reproduce", "snakemake --cores all", "profiles/slurm", "--report results/report.zip"):
+    for said in ("make reproduce", "make test", "snakemake --cores all", "--report results/report.zip"):
         assert said in readme
+    assert "profiles/slurm" in (ROOT / "docs" / "slurm.md").read_text()
     desc = usage["mandatory-flags"]["desc"]
     for said in ("make reproduce", "config/presets/", "profiles/slurm", "profiles/default"):
         assert said in desc

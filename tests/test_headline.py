@@ -100,6 +100,15 @@ def test_softmax_bandwidth_and_dram_against_the_model():
     assert dram.endswith("ratio 1.50 (results/profile/ncu/triton_naive.json)")
 
 
+# what the ceilings command writes on an H200 (its schema asks for each field)
+H200_CEILINGS = {"device": "cuda", "device_name": "NVIDIA H200", "threads": 1, "copy_gbps": 4000.0}
+H200_CEILINGS |= {"matmul_tflops": 700.0, "matmul_dtype": "bfloat16", "exp_per_s": 1e12, "call_us": 6.0}
+H200_CEILINGS["levels"] = [
+    {"level": "L2", "bytes": 60 << 20, "footprint_bytes": 30 << 20, "copy_gbps": 9000.0},
+    {"level": "DRAM", "bytes": None, "footprint_bytes": 240 << 20, "copy_gbps": 4000.0},
+]
+
+
 def write_results(results: Path) -> None:
     """A GPU study's results as the profiling leaves them: the table, the ceilings, and the
     two profile records the headline reads."""
@@ -107,7 +116,7 @@ def write_results(results: Path) -> None:
     pd.DataFrame(
         [row("sdpa_cudnn", 1.5), fused(1.2), row("sdpa", 1.9, causal=True), fused(1.1, True)]
     ).to_csv(results / "metrics.csv", index=False)
-    (results / "ceilings.json").write_text(json.dumps({"copy_gbps": 4000.0, "device_name": "NVIDIA H200"}))
+    (results / "ceilings.json").write_text(json.dumps(H200_CEILINGS))
     (results / "profile" / "ncu").mkdir(parents=True)
     for record in (NAIVE, FLASH):
         (results / "profile" / "ncu" / f"{record['impl']}.json").write_text(json.dumps(record))
@@ -134,6 +143,9 @@ def test_every_headline_line_names_the_file_it_came_from(tmp_path):
     )
 
     (results / "profile" / "ncu" / "triton_flash.json").unlink()
+    (results / "ceilings.json").write_text(json.dumps(H200_CEILINGS | {"copy_gbps": 0}))  # damaged: unused
+    softmax = next(line for line in headline.lines(results) if "softmax" in line)
+    assert named_files(softmax)[1] == f"{results}/ceilings.json"
     (results / "ceilings.json").unlink()
     lines = headline.lines(results)
     assert lines[-1] == (

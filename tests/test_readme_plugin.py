@@ -1,5 +1,5 @@
-"""The plugin module the README shows (a PyTorch function and a Triton kernel), taken from
-the README itself: it registers, validates against float64 and its Triton kernel moves the
+"""The plugin module docs/plugins.md shows (a PyTorch function and a Triton kernel), taken from
+that page itself: it registers, validates against float64 and its Triton kernel moves the
 bytes its own traffic model says, counted in the interpreter."""
 
 import json
@@ -30,7 +30,7 @@ print(json.dumps({"found": found, "origin": get("my_torch").origin}))
 
 
 def readme_plugin(folder) -> None:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "plugins.md").read_text()
     start = text.index(FENCE) + len("```python\n")
     package = folder / "mypkg"
     package.mkdir()

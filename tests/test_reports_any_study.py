@@ -154,9 +154,11 @@ def write_study(results: Path, sweep: list[dict], validation: list[dict] | None)
     from kernels.study.sweep import points
 
     records = [measure(point, "cpu", seed=0, validation=validation) for point in points(sweep)]
-    ceilings = {"device_name": "test CPU", "threads": 2, "copy_gbps": 10.0}
-    ceilings |= {"matmul_tflops": 0.05, "matmul_dtype": "float32"}
+    ceilings = {"device": "cpu", "device_name": "test CPU", "threads": 2, "copy_gbps": 10.0}
+    ceilings |= {"matmul_tflops": 0.05, "matmul_dtype": "float32", "call_us": None}
+    ceilings["levels"] = [{"level": "DRAM", "bytes": None, "footprint_bytes": 1 << 28, "copy_gbps": 10.0}]
     # no exponentials' rate in these ceilings: the GPUs' rows only, as where ceilings lack one
+    ceilings |= {"exp_per_s": None, "exp_reason": "not measured for this test"}
     return write_results(results, sweep, records, ceilings, TILE_ERRORS)
 
 

@@ -72,22 +72,6 @@ def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
 NESTED = ("ncu_kernels", "launch_candidates")
 
 
-TIME_FIELDS = ("time_ms", "time_p10_ms", "time_p90_ms")
-
-
-def busy_set_aside(record: dict) -> dict:
-    """A point timed while the machine was busy (its contention verdict): its times are left
-    out of the tables (kept as busy_time_ms), and its time_reason and stage_time_reason
-    say why, so every page and finding leaves it out, naming it. The record keeps them."""
-    contention = record.get("contention") or {}
-    if contention.get("verdict") != "busy" or record.get("time_ms") is None:
-        return record
-    why = f"left out: timed while the machine was busy ({contention['reason']})"
-    staged = {"stage_times": [], "stage_time_reason": why} if record.get("stage_times") else {}
-    aside = {"busy_time_ms": record["time_ms"], "time_reason": why}
-    return record | dict.fromkeys(TIME_FIELDS) | aside | staged
-
-
 REST = "rest"  # the timed-stage row for what the whole call spends beyond its stages
 REST_DOES = "the call beyond its stages: its own fresh T×T allocations (and their page faults)"
 
@@ -104,6 +88,8 @@ def timed_stage_rows(record: dict) -> list[dict]:
         "bytes_P": record["bytes_P"],
         "last_cache_bytes": record.get("last_cache_bytes"),
         "call_time_ms": record["time_ms"],
+        # quiet or busy while timed (kernels.measure.contention): the pages mark busy points
+        "contention_verdict": (record.get("contention") or {}).get("verdict"),
     }
     rows = [key | {"order": i} | stage for i, stage in enumerate(stages)]
     if record["time_ms"] is not None:
@@ -113,7 +99,7 @@ def timed_stage_rows(record: dict) -> list[dict]:
 
 
 def timed_stage_table(records: list[dict]) -> pd.DataFrame:
-    rows = [row for record in records for row in timed_stage_rows(busy_set_aside(record))]
+    rows = [row for record in records for row in timed_stage_rows(record)]
     table = pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable")
     if table.empty:
         return table
@@ -122,7 +108,7 @@ def timed_stage_table(records: list[dict]) -> pd.DataFrame:
 
 def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, stages = [], []
-    for record in map(busy_set_aside, records):
+    for record in records:
         skip = ("stages", "stage_times", "versions", "process", "contention", *NESTED)
         row = {k: v for k, v in record.items() if k not in skip}
         row |= {f"version_{k}": v for k, v in record["versions"].items()}

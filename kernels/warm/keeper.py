@@ -43,8 +43,11 @@ def record_exit(lane: Lane, worker: subprocess.Popen) -> None:
         found["signal"] = signal.Signals(-code).name
     path = lane.exit_file(worker.pid)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(found))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(found))
+        os.replace(tmp, path)
+    except OSError:  # no room (a full disk): the client says the exit could not be read
+        tmp.unlink(missing_ok=True)
 
 
 def main(argv: list[str]) -> int:

@@ -182,6 +182,31 @@ def why_untimed(metrics: pd.DataFrame, normal_only: bool = False) -> str | None:
     return f"no point of this study was timed ({reasons})"
 
 
+def busy(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The timed points whose record says the machine was busy while they were timed
+    (kernels.measure.contention)."""
+    if "contention_verdict" not in metrics:
+        return metrics.iloc[:0]
+    return metrics[metrics["contention_verdict"].astype("string").eq("busy").fillna(False).astype(bool)]
+
+
+def busy_note(metrics: pd.DataFrame) -> str | None:
+    """Where a page shows times, the points among them timed on a busy machine, named: their
+    times are drawn as measured and marked here, so that none passes for the kernel's own."""
+    found = busy(metrics)
+    if found.empty:
+        return None
+    points = [f"{r.impl} {r.dtype} T={r.tokens:,}" for r in found.itertuples()]
+    listed = ", ".join(points[:8]) + (f" and {len(points) - 8} more" if len(points) > 8 else "")
+    timed = int(metrics["time_ms"].notna().sum())
+    return (
+        f"**Timed on a busy machine:** {len(found)} of the {timed} timed points ({listed}) were timed "
+        "while other processes held CPUs their threads needed, so their times measure that "
+        "contention as much as the kernels (results/metrics.csv: contention_reason says how much). "
+        "They are shown as measured; time them again on a quiet machine before reading them."
+    )
+
+
 def nonfinite(metrics: pd.DataFrame) -> pd.DataFrame:
     """Points whose output held non-finite values (counted by the measurement)."""
     return metrics[metrics["nonfinite_outputs"].fillna(0) > 0]

@@ -13,9 +13,20 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.io.tables import REST
-from reports.pages.common import implementations, load, names, number, ok, sections, show, why_nothing_ran
+from reports.pages.common import (
+    busy_note,
+    implementations,
+    load,
+    names,
+    number,
+    ok,
+    sections,
+    show,
+    why_nothing_ran,
+)
 
 __all__ = [
+    "busy_note",
     "load",
     "show",
     "empty",

@@ -16,6 +16,7 @@ from kernels.io.tables import POINT_KEY as TABLE_KEY
 from reports.pages import handoff_text, inputs, outcome
 from reports.pages.common import (
     SORTABLE_SCRIPT,
+    busy,
     device_label,
     names,
     nonfinite,
@@ -92,19 +93,13 @@ def _link(href: str, text: str) -> str:
     return f"<a href='{html.escape(href)}'>{html.escape(text)}</a>"
 
 
-def busy_points(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The points timed while the machine was busy (their contention verdict)."""
-    if "contention_verdict" not in metrics:
-        return metrics.iloc[:0]
-    return metrics[metrics["contention_verdict"] == "busy"]
-
-
 def _reason(r) -> str:
-    """A point's reason, or for one timed on a busy machine why its times are left out."""
+    """A point's reason, or for one timed on a busy machine how busy it was."""
     if isinstance(r.reason, str):
         return r.reason
-    busy = str(getattr(r, "contention_verdict", None)) == "busy"
-    return r.time_reason if busy and isinstance(r.time_reason, str) else ""
+    if str(getattr(r, "contention_verdict", None)) == "busy":
+        return f"timed on a busy machine: {r.contention_reason}"
+    return ""
 
 
 def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
@@ -286,10 +281,14 @@ def finding_speed(metrics: pd.DataFrame, env: dict) -> str | None:
         return None
     r = _largest(timed).sort_values("causal").iloc[0]
     where = "this CPU" if env.get("device") == "cpu" else env.get("gpu_name") or "this GPU"
+    case = ["tokens", "head_dim", "dtype", "causal", "inputs"]
+    same = (metrics[case] == r[case]).all(axis=1)
+    pair = metrics[metrics["impl"].isin([r["impl"], r["twin"]]) & same]
+    marked = " (timed on a busy machine: see the warnings)" if not busy(pair).empty else ""
     return (
         f"On {where}, {r['impl']} ({r['dtype']}) runs {number(r['speedup_vs_materialized'])}× as fast "
         f"as {r['twin']} at T = {r['tokens']:,}, {'causal' if r['causal'] else 'not causal'} "
-        f"({number(r['time_ms'])} ms per call)."
+        f"({number(r['time_ms'])} ms per call){marked}."
     )
 
 
@@ -490,13 +489,13 @@ def render(
             + ", ".join(f"{r.impl} {r.dtype} T={r.tokens} inputs={r.inputs}" for r in broken.itertuples())
             + "); the Storage and Tile-softmax reports explain why."
         )
-    busy = busy_points(metrics)
-    if not busy.empty:
+    found = busy(metrics)
+    if not found.empty:
         warnings.append(
-            f"{len(busy)} point(s) were timed while the machine was busy, so their times are left "
-            "out of the tables, the pages and these findings (results/metrics.csv: time_reason says "
-            "why, busy_time_ms holds what was measured): "
-            + ", ".join(f"{r.impl} {r.dtype} T={r.tokens}" for r in busy.itertuples())
+            f"{len(found)} point(s) were timed while other processes held CPUs their threads "
+            "needed: their times measure that contention as much as the kernels, and the pages "
+            "and findings that show them say so (results/metrics.csv: contention_reason): "
+            + ", ".join(f"{r.impl} {r.dtype} T={r.tokens}" for r in found.itertuples())
             + ". To time them again, delete their records and run again on a quiet machine."
         )
     for status in ("skipped", "failed"):

@@ -13,6 +13,7 @@ import seaborn as sns
 from kernels.spec import SDPA_IMPLEMENTATIONS
 from reports.pages.common import (
     POINT_COLUMNS,
+    busy_note,
     device_label,
     load,
     names,
@@ -24,6 +25,7 @@ from reports.pages.common import (
 )
 
 __all__ = [
+    "busy_note",
     "load",
     "show",
     "empty",

@@ -477,9 +477,9 @@ def print_run_summary(failed=False):
     logger.info(f"attnio: {len(POINTS)} points: {said} (why: {why})")
     if busy:
         logger.warning(
-            f"attnio: {busy} of them timed while the machine was busy: their times are left "
-            f"out of the tables and pages (why: {table}, column time_reason); to time them "
-            "again, delete their records and run again on a quiet machine"
+            f"attnio: {busy} of them timed while other processes held CPUs their threads "
+            f"needed: the pages mark them (why: {table}, column contention_reason); to time "
+            "them again, delete their records and run again on a quiet machine"
         )
     if unusable:
         more = f" and {len(unusable) - 1} more" if len(unusable) > 1 else ""
