@@ -51,15 +51,24 @@ def test_the_verdict_holds_what_others_took_against_what_the_threads_need(
     assert ("busy past" in found["reason"]) == (expected == "busy")
 
 
+# the job and its competitors share the first two CPUs of the test's affinity, on any machine
+CPUS = set(sorted(os.sched_getaffinity(0))[:2])
+
+
+def pinned() -> None:
+    os.sched_setaffinity(0, CPUS)
+
+
 def spinners(count: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    spin = [sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(spin, preexec_fn=pinned) for _ in range(count)]
 
 
 def test_a_point_timed_beside_competing_processes_is_busy_and_marked(tmp_path):
     out = tmp_path / "record.json"
     point = ["--impl", "torch_naive", "--tokens", "256", "--head-dim", "64", "--dtype", "float32"]
-    threads = min(2, len(os.sched_getaffinity(0)))
-    competing = spinners(len(os.sched_getaffinity(0)))
+    threads = len(CPUS)
+    competing = spinners(len(CPUS))  # each CPU the job's threads need is wanted twice
     try:
         done = subprocess.run(
             [sys.executable, "-m", "kernels", "measure", *point, "--device", "cpu", "--threads", str(threads)]
@@ -68,6 +77,7 @@ def test_a_point_timed_beside_competing_processes_is_busy_and_marked(tmp_path):
             text=True,
             timeout=300,  # a hang guard: about 5 s beside the competitors
             env=env() | {"ATTNIO_WORKER": "0"},
+            preexec_fn=pinned,
         )
     finally:
         for process in competing:
