@@ -382,9 +382,9 @@ def calibrate(params, device: str, targets: list[str], probe: str | None, interp
         kinds["notebook"] = (  # as rule report_notebook: the page executed, its outcome written
             f"python -m reports.pages.outcome run {template} page.ipynb {{output}} {{log}} -- {given}"
         )
-        kinds["html"] = (  # as rule report_html: the outcome read, the page converted
-            "python -m reports.pages.outcome rendered {input} > {log} 2>&1 && jupyter nbconvert --to html "
-            "--no-input --stdout page.ipynb > {output} 2>> {log}"
+        kinds["html"] = (  # as rule report_html: the outcome read, the page published
+            "python -m reports.pages.publish {input} page.ipynb published.ipynb {output} --no-input "
+            "> {log} 2>&1"
         )
     with tempfile.TemporaryDirectory(prefix="attnio-budget-") as tmp:
         folder = Path(tmp)

@@ -3,11 +3,15 @@ inside a user and mount namespace of its own (``unshare --user --map-root-user -
 where results/ is a small tmpfs holding a copy of the study's results. What the runs said and
 left is written as JSON to SUMMARY (outside the tmpfs, which ends with the namespace).
 
-    unshare --user --map-root-user --mount python tests/full_disk.py WORKDIR SUMMARY -- SNAKEMAKE...
+    unshare --user --map-root-user --mount python tests/full_disk.py WORKDIR SUMMARY [--once] -- COMMAND...
+
+COMMAND runs with no room (``full``); then, unless --once, a dry run of it, and with room
+again the command (``again``) and its dry run: a Snakemake command line.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -15,16 +19,37 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOM_LEFT = 4096  # bytes: less than any record, page or log the runs write
+UNSHARE = ["unshare", "--user", "--map-root-user", "--mount"]
+
+
+def no_room(workdir: Path, tmp_path: Path, command: list[str], *flags: str) -> dict:
+    """For a test: what this script saw of ``command`` run in ``workdir`` with its results/
+    on a full tmpfs (skipped, naming why, where no namespace of the test's own can be made)."""
+    import pytest
+
+    if not shutil.which("unshare") or subprocess.run([*UNSHARE, "true"], capture_output=True).returncode:
+        pytest.skip("needs unshare --user --mount, for a tmpfs of the test's own under results/")
+    summary = tmp_path / "summary.json"
+    helper = [sys.executable, __file__, str(workdir), str(summary), *flags, "--"]
+    from workflow_run import env  # rule shells find this environment's python first
+
+    run = [*UNSHARE, *helper, *command]
+    done = subprocess.run(run, capture_output=True, text=True, env=env(), timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(summary.read_text())
 
 
 def fill(folder: Path) -> Path:
-    """A file that takes all the room but ROOM_LEFT bytes of folder's file system."""
+    """A file that takes all the room of folder's file system, to the last block."""
     filler = folder / "filler"
-    with open(filler, "wb") as handle:
-        handle.truncate(0)
-        free = shutil.disk_usage(folder).free - ROOM_LEFT
-        handle.write(b"\0" * max(free, 0))
+    with open(filler, "wb", buffering=0) as handle:
+        for size in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError as err:
+                if err.errno != errno.ENOSPC:
+                    raise
     return filler
 
 
@@ -39,7 +64,7 @@ def run(command: list[str], workdir: Path) -> dict:
     return {"returncode": done.returncode, "output": done.stdout + done.stderr}
 
 
-def main(workdir: str, summary: str, command: list[str]) -> None:
+def main(workdir: str, summary: str, command: list[str], once: bool = False) -> None:
     root = Path(workdir)
     results = root / "results"
     staged = root / "results-staged"
@@ -51,15 +76,17 @@ def main(workdir: str, summary: str, command: list[str]) -> None:
     filler = fill(results)
     found = {"full": run(command, root), "free_when_full": shutil.disk_usage(results).free}
     found["leftovers_when_full"] = leftovers(results)
-    found["dry_when_full"] = run([*command, "-n"], root)
-    filler.unlink()
-    found["again"] = run(command, root)
-    found["leftovers_again"] = leftovers(results)
-    found["dry_again"] = run([*command, "-n"], root)
+    found["files_when_full"] = sorted(str(p.relative_to(results)) for p in results.rglob("*") if p.is_file())
+    if not once:
+        found["dry_when_full"] = run([*command, "-n"], root)
+        filler.unlink()
+        found["again"] = run(command, root)
+        found["leftovers_again"] = leftovers(results)
+        found["dry_again"] = run([*command, "-n"], root)
     Path(summary).write_text(json.dumps(found))
     os.sync()
 
 
 if __name__ == "__main__":
     split = sys.argv.index("--")
-    main(*sys.argv[1:3], sys.argv[split + 1 :])
+    main(*sys.argv[1:3], sys.argv[split + 1 :], once="--once" in sys.argv[3:split])

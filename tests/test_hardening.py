@@ -145,3 +145,22 @@ def test_the_catalog_file_states_the_usage_and_deployment_the_readme_gives():
     for rule in text.split("\nrule ")[1:]:
         if re.search(r"^    (shell|script|run):", rule, re.M):
             assert '    conda:\n        "../../envs/attnio.yaml"' in rule, rule.split(":")[0]
+
+
+def test_a_record_out_of_room_names_the_file_and_the_bytes(tmp_path):
+    """A measure command whose record finds no room (results/ a full tmpfs of the test's
+    own, tests/full_disk.py) says so with the path and the bytes it needed, exits non-zero
+    and leaves no temporary file and no record."""
+    from full_disk import no_room
+
+    (tmp_path / "work" / "results").mkdir(parents=True)
+    record = "results/points/sdpa/float32/B1-H1-T100-d16-causal-na-normal.json"
+    point = ["--impl", "sdpa", "--tokens", "100", "--head-dim", "16", "--dtype", "float32", "--causal"]
+    run = [sys.executable, "-m", "kernels", "measure", *point]
+    found = no_room(tmp_path / "work", tmp_path, [*run, "--device", "cpu", "--out", record], "--once")
+    said = found["full"]["output"]
+    assert found["full"]["returncode"] == 1, said[-2000:]
+    room = rf"no space left on device writing {record}: needed [\d,]+ bytes, [\d,]+ bytes free"
+    assert re.search(room, said), said[-2000:]
+    assert found["leftovers_when_full"] == []
+    assert record.removeprefix("results/") not in found["files_when_full"]

@@ -15,6 +15,7 @@ import nbformat
 import pandas as pd
 import pytest
 import yaml
+from full_disk import no_room
 from workflow_run import ROOT, command, env, snakemake, worker_processes
 
 from kernels.io.records import DamagedRecordError, read_leaf, read_record
@@ -22,6 +23,7 @@ from kernels.io.tables import gather
 from kernels.study import budget
 from kernels.study.cost import summarize
 from kernels.study.point import Point
+from reports.pages.publish import html_of
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
@@ -322,7 +324,8 @@ def test_renders_in_a_browser_with_every_image(study, name, tmp_path):
 
 
 def render(template, parameters: dict, out_dir, environment=None):
-    """Execute a report template with papermill as the report rule does, then nbconvert."""
+    """Execute a report template with papermill as the report rule does, then its HTML as
+    report_html writes it (reports.pages.publish)."""
     notebook = out_dir / "out.ipynb"
     flags = [arg for name, path in parameters.items() for arg in ("-p", name, str(path))]
     done = subprocess.run(
@@ -334,25 +337,7 @@ def render(template, parameters: dict, out_dir, environment=None):
         cwd=out_dir,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    html = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "nbconvert",
-            "--to",
-            "html",
-            "--no-input",
-            "--stdout",
-            str(notebook),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment or env(),
-        check=True,
-    ).stdout
-    return nbformat.read(notebook, as_version=4), html
+    return nbformat.read(notebook, as_version=4), html_of(str(notebook), code=False)
 
 
 def images(html):
@@ -745,27 +730,19 @@ def test_the_run_ends_with_the_summary_and_the_index_not_the_input_list(study):
 
 
 # --- a full disk (on a copy of the shared ci study, results/ a small tmpfs of the test's own) ---
-UNSHARE = ["unshare", "--user", "--map-root-user", "--mount"]
 
 
 def test_a_full_disk_is_named_nothing_partial_is_kept_and_the_next_run_recovers(study, tmp_path):
-    """With a record, every HTML page and the index to make again and no room where results/
-    is, the run fails saying so (its jobs' logs may have had no room either), leaves no
-    temporary file and no leaf cut short under its final name (a dry run finds no damage);
-    with room again the next run makes what is missing and nothing is left to do."""
-    if not shutil.which("unshare") or subprocess.run([*UNSHARE, "true"], capture_output=True).returncode:
-        pytest.skip("needs unshare --user --mount, for a tmpfs of the test's own under results/")
+    """With two HTML pages and the index to make again and no room where results/ is, the
+    run fails saying so (its jobs' logs may have had no room either), leaves no temporary
+    file and no leaf cut short under its final name (a dry run finds no damage); with room
+    again the next run makes what is missing and nothing is left to do."""
     copy = tmp_path / "copy"
     shutil.copytree(study, copy, symlinks=True)
     results = copy / "results"
-    for path in [results / RECORD, results / "index.html", *(results / "reports").glob("*.html")]:
+    for path in [results / "index.html", results / "reports/traffic.html", results / "reports/storage.html"]:
         path.unlink()
-    summary = tmp_path / "summary.json"
-    run = command(copy, "--cores", "2", *CONFIG)
-    helper = [sys.executable, str(ROOT / "tests" / "full_disk.py"), str(copy), str(summary), "--", *run]
-    done = subprocess.run([*UNSHARE, *helper], capture_output=True, text=True, env=env(), timeout=1800)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(summary.read_text())
+    found = no_room(copy, tmp_path, command(copy, "--cores", "2", *CONFIG))  # tests/full_disk.py
     full = found["full"]
     assert full["returncode"] != 0, full["output"][-3000:]
     assert re.search(r"^attnio: no space left on device: the file system of results/ has [\d,]+ bytes free",

@@ -63,12 +63,8 @@ rule report_html:
     params:
         code=[] if config["report"]["show_code"] else ["--no-input"],
     shell:
-        "python -m reports.pages.outcome rendered {input.outcome:q} > {log:q} 2>&1 "
-        "&& cp {input.notebook:q} {output.notebook:q}.tmp && mv {output.notebook:q}.tmp {output.notebook:q} "
-        "&& jupyter nbconvert --to html {params.code:q} --stdout {output.notebook:q} > {output.html:q}.tmp "
-        "2>> {log:q} && mv {output.html:q}.tmp {output.html:q} "
-        # a copy or a conversion that failed (a full disk) leaves no temporary file behind
-        "|| {{ status=$?; rm -f {output.notebook:q}.tmp {output.html:q}.tmp; exit $status; }}"
+        "python -m reports.pages.publish {input.outcome:q} {input.notebook:q} {output.notebook:q} "
+        "{output.html:q} {params.code:q} > {log:q} 2>&1"
 
 
 rule index:
