@@ -25,10 +25,11 @@ ctxt 678
 
 
 def test_the_ticks_of_the_jobs_cpus_only(tmp_path):
-    """Busy is everything but idle and iowait; a CPU outside the affinity is not counted."""
+    """Busy is everything but idle, iowait and steal; a CPU outside the affinity is not
+    counted."""
     stat = tmp_path / "stat"
     stat.write_text(STAT)
-    assert cpu_ticks({0, 1}, stat) == (400 + 100 + 5 + 20 + 500 + 200 + 5 + 20, 40)
+    assert cpu_ticks({0, 1}, stat) == (400 + 100 + 5 + 500 + 200 + 5, 20 + 20)
     assert cpu_ticks({0}, tmp_path / "absent") is None
 
 

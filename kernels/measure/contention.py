@@ -22,8 +22,8 @@ PROC_STAT = Path("/proc/stat")
 # two CPUs a two-thread job needs takes about 50 %.
 BUSY_TAKEN = 0.15
 BUSY_STEAL = 0.10
-# the fields of a cpu line of /proc/stat that are work (user nice system idle iowait irq
-# softirq steal ...): idle and iowait are not
+# the fields of a cpu line of /proc/stat (user nice system idle iowait irq softirq steal ...):
+# work is all but idle, iowait and steal (time the hypervisor gave another guest)
 IDLE, IOWAIT, STEAL = 3, 4, 7
 
 
@@ -35,7 +35,8 @@ def _ticks_per_second() -> int:
 
 
 def cpu_ticks(cpus: set[int], stat: Path = PROC_STAT) -> tuple[int, int] | None:
-    """(busy, stolen) clock ticks summed over ``cpus`` since boot, or None without /proc."""
+    """(busy, stolen) clock ticks summed over ``cpus`` since boot, or None without /proc:
+    busy is what this machine's processes and kernel ran, stolen what the hypervisor took."""
     try:
         lines = stat.read_text().splitlines()
     except OSError:
@@ -46,8 +47,9 @@ def cpu_ticks(cpus: set[int], stat: Path = PROC_STAT) -> tuple[int, int] | None:
         if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
             continue
         ticks = [int(f) for f in fields[:8]]
-        busy += sum(ticks) - ticks[IDLE] - ticks[IOWAIT]
-        stolen += ticks[STEAL] if len(ticks) > STEAL else 0
+        steal = ticks[STEAL] if len(ticks) > STEAL else 0
+        busy += sum(ticks) - ticks[IDLE] - ticks[IOWAIT] - steal  # stolen time is no one's work here
+        stolen += steal
     return busy, stolen
 
 
