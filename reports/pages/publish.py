@@ -11,6 +11,7 @@ Refused (exit 1, naming the page's error) when OUTCOME says the page did not ren
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -18,10 +19,28 @@ from kernels.io.atomic import disk_full_message, is_disk_full, write_text_atomic
 from reports.pages import outcome
 
 
+def templates_beside_nbconvert() -> list[str]:
+    """The data folders (share/jupyter) of the installation nbconvert itself came from: its
+    templates are there, not under sys.prefix, where an environment borrows another's
+    packages (a plugin's venv, a --target install). The `jupyter nbconvert` command finds them
+    by running from that installation; an exporter called here is told."""
+    import nbconvert
+
+    package = Path(nbconvert.__file__).resolve().parent
+    found = []
+    for prefix in (package.parent, *package.parents[2:5]):  # --target: site/; a venv: the prefix
+        data = prefix / "share" / "jupyter"
+        if (data / "nbconvert" / "templates").is_dir():
+            found.append(str(data))
+    return found
+
+
 def html_of(notebook: str, code: bool) -> str:
     import nbformat
     from nbconvert import HTMLExporter
 
+    given = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(dict.fromkeys([*given, *templates_beside_nbconvert()]))
     exporter = HTMLExporter()
     if not code:  # what nbconvert's --no-input sets
         exporter.exclude_input = exporter.exclude_input_prompt = exporter.exclude_output_prompt = True
