@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 # (`--dist loadfile`, so a file's shared study is made once), and started first, the long
 # ones do not leave one worker running alone at the end.
 FIRST = (
+    "test_contention.py",  # its competing process first, before the studies whose time is estimated
     "test_reports_any_grid.py",
     "test_workflow.py",
     "test_example_plugin.py",

@@ -1,7 +1,7 @@
 """A point timed while other processes held the CPUs its threads need is marked busy, with
 the evidence and the reason (kernels.measure.contention); the tables keep its times with the
-verdict beside them, and the pages that show them name it. The real measurement runs beside competing
-processes of this test's own, as many as the CPUs it may use."""
+verdict beside them, and the pages that show them name it. The real measurement runs beside a
+competing process of this test's own, both pinned to one CPU."""
 
 import json
 import os
@@ -52,8 +52,9 @@ def test_the_verdict_holds_what_others_took_against_what_the_threads_need(
     assert ("busy past" in found["reason"]) == (expected == "busy")
 
 
-# the job and its competitors share the first two CPUs of the test's affinity, on any machine
-CPUS = set(sorted(os.sched_getaffinity(0))[:2])
+# the job and its competitor share one CPU of the test's affinity, on any machine (and leave
+# the others to the suite's other tests)
+CPUS = set(sorted(os.sched_getaffinity(0))[:1])
 
 
 def pinned() -> None:
