@@ -164,3 +164,32 @@ def test_a_record_out_of_room_names_the_file_and_the_bytes(tmp_path):
     assert re.search(room, said), said[-2000:]
     assert found["leftovers_when_full"] == []
     assert record.removeprefix("results/") not in found["files_when_full"]
+
+
+def test_a_limit_that_passes_before_the_command_can_record_still_ends_it(tmp_path):
+    """A plugin that hangs while it is imported stops validate before it knows its cases: the
+    limit still ends the process, non-zero, saying so (no verdicts to write), instead of
+    leaving it running past its limit."""
+    (tmp_path / "hangs_at_import.py").write_text("import time\ntime.sleep(600)\n")
+    environment = env() | {"PYTHONPATH": str(tmp_path), "ATTNIO_PLUGINS": "hangs_at_import"}
+    out = tmp_path / "verdicts.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernels",
+            "validate",
+            "--device",
+            "cpu",
+            "--time-limit",
+            "2",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard: about 5 s
+        env=environment | {"ATTNIO_WORKER": "0"},
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "stopped after the time limit of 2 s" in done.stderr and not out.exists()

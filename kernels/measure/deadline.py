@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -21,14 +22,21 @@ def deadline(
     """Within the block, after ``seconds`` call ``on_expiry`` and exit the process (status
     0 by default: the record says what happened; a command with nothing to record exits
     non-zero). The block holds the yielded lock while it writes its own result, so that the
-    two never both write."""
+    two never both write. The process ends even when ``on_expiry`` cannot write (a command
+    stopped before it had what to record, a full disk): status 1, its error said."""
     lock = threading.Lock()
 
     def expire() -> None:
-        if lock.acquire(blocking=False):
+        if not lock.acquire(blocking=False):
+            return
+        status = exit_status
+        try:
             on_expiry()
-            print(f"stopped after the time limit of {seconds:g} s", file=sys.stderr, flush=True)
-            os._exit(exit_status)
+        except BaseException:  # noqa: BLE001 (said, then the process ends all the same)
+            traceback.print_exc()
+            status = 1
+        print(f"stopped after the time limit of {seconds:g} s", file=sys.stderr, flush=True)
+        os._exit(status)
 
     timer = threading.Timer(seconds, expire) if seconds else None
     if timer:
