@@ -938,15 +938,10 @@ NOTHING_TO_RECORD = (lambda args: print(f"error: {time_limit_reason(args)}", fil
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kernels.io.atomic import disk_full_message, is_disk_full
+    from kernels.io.atomic import saying_a_full_disk
 
-    try:
-        return run_command(build_parser().parse_args(argv))
-    except OSError as err:
-        if not is_disk_full(err):
-            raise
-        print(f"error: {disk_full_message(err)}", file=sys.stderr, flush=True)
-        return 1
+    args = build_parser().parse_args(argv)
+    return saying_a_full_disk(lambda: run_command(args))
 
 
 def run_command(args: argparse.Namespace) -> int:

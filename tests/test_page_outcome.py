@@ -149,15 +149,23 @@ def test_a_page_that_raises_ends_well_with_its_outcome_and_keeps_its_notebook(tm
     ]
 
 
-def test_a_page_that_runs_through_is_rendered_and_a_missing_template_fails_the_job(tmp_path):
+def test_a_page_that_runs_through_is_rendered_and_published_and_a_missing_template_fails_the_job(tmp_path):
     done, logs = run_page(tmp_path, notebook_with("print(table)"), [])
     assert done.returncode == 0, done.stderr
     assert outcome.read(logs / "predicted.outcome.json")["ok"] is True
-    rendered = subprocess.run(
-        [sys.executable, "-m", "reports.pages.outcome", "rendered", str(logs / "predicted.outcome.json")],
+    published = [tmp_path / "reports" / name for name in ("predicted.ipynb", "predicted.html")]
+    done = subprocess.run(
+        [sys.executable, "-m", "reports.pages.publish", str(logs / "predicted.outcome.json")]
+        + [str(logs / "predicted.ipynb"), *map(str, published), "--no-input"],
+        capture_output=True,
+        text=True,
         cwd=ROOT,
+        timeout=300,
     )
-    assert rendered.returncode == 0
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert published[0].read_bytes() == (logs / "predicted.ipynb").read_bytes()
+    html = published[1].read_text()
+    assert html.rstrip().endswith("</html>") and "t.csv" in html and "print(table)" not in html  # code hidden
     # papermill cannot run what is not there: no outcome, the job fails (not the page)
     missing = tmp_path / "elsewhere"
     done = subprocess.run(
@@ -175,13 +183,15 @@ def test_a_page_that_runs_through_is_rendered_and_a_missing_template_fails_the_j
 def test_publishing_a_failed_page_is_refused(tmp_path):
     path = tmp_path / "predicted.outcome.json"
     outcome.write(path, outcome.outcome("predicted", False, ERROR, "l.log", "nb.ipynb"))
+    published = [tmp_path / "predicted.ipynb", tmp_path / "predicted.html"]
     done = subprocess.run(
-        [sys.executable, "-m", "reports.pages.outcome", "rendered", str(path)],
+        [sys.executable, "-m", "reports.pages.publish", str(path), "nb.ipynb", *map(str, published)],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
     assert done.returncode == 1 and f"predicted: {ERROR}" in done.stderr
+    assert not any(p.exists() for p in published)
 
 
 def test_the_index_links_what_rendered_names_what_failed_and_the_pack_holds_what_exists(tmp_path):

@@ -26,21 +26,22 @@ FULL = (errno.ENOSPC, errno.EDQUOT)
 
 class DiskFullError(OSError):
     """A write that found no room: the message names the file, the bytes it needed (or had
-    written when the room ran out) and what its file system has free."""
+    written when the room ran out, where known) and what its file system has free."""
 
-    def __init__(self, path: str | os.PathLike, needed: int | None, written: int = 0) -> None:
+    def __init__(
+        self, path: str | os.PathLike, needed: int | None = None, written: int | None = None
+    ) -> None:
         folder = Path(path).parent
         try:
             usage = shutil.disk_usage(folder)
             room = f"{usage.free:,} bytes free of {usage.total:,} on the file system of {folder}"
         except OSError:
             room = f"the file system of {folder} could not be asked how much is free"
-        need = (
-            f"needed {needed:,} bytes"
-            if needed is not None
-            else f"needed more than the {written:,} bytes it had written"
-        )
-        super().__init__(errno.ENOSPC, f"no space left on device writing {path}: {need}, {room}")
+        if needed is not None:
+            room = f"needed {needed:,} bytes, {room}"
+        elif written is not None:
+            room = f"needed more than the {written:,} bytes it had written, {room}"
+        super().__init__(errno.ENOSPC, f"no space left on device writing {path}: {room}")
 
 
 def is_disk_full(err: BaseException) -> bool:
@@ -49,11 +50,21 @@ def is_disk_full(err: BaseException) -> bool:
 
 def disk_full_message(err: OSError) -> str:
     """One line for a write that found no room, from any writer's error."""
-    if isinstance(err, DiskFullError):
-        return str(err.strerror)
-    return str(DiskFullError(err.filename or "a file", None).strerror).replace(
-        ": needed more than the 0 bytes it had written", ""
-    )
+    return str((err if isinstance(err, DiskFullError) else DiskFullError(err.filename or "a file")).strerror)
+
+
+def saying_a_full_disk(command: Callable[[], int]) -> int:
+    """``command``'s exit status; where a write found no room, 1 and one line on stderr naming
+    the file and the bytes (instead of a traceback, which a full disk's log has no room for)."""
+    import sys
+
+    try:
+        return command()
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        print(f"error: {disk_full_message(err)}", file=sys.stderr, flush=True)
+        return 1
 
 
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, sealed: bool = False) -> None:

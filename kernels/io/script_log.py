@@ -43,4 +43,4 @@ def _close(log, saved) -> None:
     except OSError as err:
         if not is_disk_full(err):
             raise
-        raise SystemExit(f"error: {disk_full_message(DiskFullError(log.name, None))}") from None
+        raise SystemExit(f"error: {disk_full_message(DiskFullError(log.name))}") from None

@@ -4,8 +4,8 @@ said ``ok`` would pass them off as the kernel's. Around its timing each record m
 Linux's /proc/stat, the CPU time every process spent on the CPUs this job may use, less this
 process's own, and the time a hypervisor stole from them. Others taking more than a bound of
 the CPUs the job's threads need, or a hypervisor stealing more than one, makes the verdict
-``busy``, with the reason; the tables then leave the point's times out, naming it
-(kernels.io.tables)."""
+``busy``, with the reason; the tables keep the times with the verdict beside them, and the
+pages, the index and the run's closing line name the busy points (reports.pages.common.busy)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ the failed ones, and the run still ends non-zero naming them.
 
     python -m reports.pages.outcome run TEMPLATE NOTEBOOK OUTCOME LOG [--replaces PAGE ...]
                                     [--time-limit SECONDS] [-- papermill's -p NAME VALUE ...]
-    python -m reports.pages.outcome rendered OUTCOME
 
 ``run`` runs papermill on TEMPLATE into NOTEBOOK (the executed notebook, kept for the reader
 even when a cell raised), its output to LOG, makes NOTEBOOK independent of the run
@@ -15,8 +14,8 @@ earlier run published for it: they would show what this run could not); non-zero
 papermill could not run it at all (no executed notebook: a fault of the installation, not
 of the page). A notebook still running after --time-limit is stopped, its kernel with it,
 and the page fails naming the limit (the notebook as far as it ran is kept, or the template
-when papermill had written none). ``rendered`` exits non-zero, naming the error, unless OUTCOME says the page
-rendered."""
+when papermill had written none). A failed page is never published (reports.pages.publish
+asks ``unpublishable``)."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernels.io.atomic import disk_full_message, is_disk_full, write_text_atomic
+from kernels.io.atomic import saying_a_full_disk, write_text_atomic
 
 FIELDS = ("page", "ok", "error", "log", "notebook")
 
@@ -119,6 +118,16 @@ def is_ok(path: str | os.PathLike) -> bool:
         return False
 
 
+def unpublishable(path: str | os.PathLike) -> str | None:
+    """Why the page of the outcome at ``path`` may not be published (it failed, or its outcome
+    cannot be read), or None when it rendered."""
+    try:
+        result = read(path)
+    except OutcomeError as err:
+        return str(err)
+    return None if result["ok"] else f"the page {failure_line(result)} did not render, so it is not published"
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (Linux /proc): the notebook's kernel is papermill's
     child, in a session of its own, so ending papermill's group does not reach it."""
@@ -196,7 +205,8 @@ def run(
     partial = Path(notebook).with_name(f".{Path(notebook).stem}.running.ipynb")
     partial.unlink(missing_ok=True)
     Path(log).parent.mkdir(parents=True, exist_ok=True)
-    try:
+
+    def executed() -> int:
         with open(log, "w", encoding="utf-8") as handle:
             status, overdue = execute(
                 [sys.executable, "-m", "papermill", template, str(partial), "-k", "python3", *papermill_args],
@@ -209,11 +219,9 @@ def run(
             print(f"error: papermill did not run {template} (status {status}; see {log})", file=sys.stderr)
             return status or 1
         return finish(page, partial, notebook, out, log, status, overdue, replaces)
-    except OSError as err:
-        if not is_disk_full(err):
-            raise
-        print(f"error: {disk_full_message(err)}", file=sys.stderr)
-        return 1
+
+    try:
+        return saying_a_full_disk(executed)
     finally:
         partial.unlink(missing_ok=True)
 
@@ -264,23 +272,11 @@ def main(argv: list[str]) -> int:
         running.add_argument(name)
     running.add_argument("--replaces", action="append", default=[])
     running.add_argument("--time-limit", type=float, help="seconds the notebook may run (default: none)")
-    commands.add_parser("rendered").add_argument("outcome")
     ours, papermill = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     args = parser.parse_args(ours)
-    if args.command == "run":
-        return run(
-            args.template, args.notebook, args.outcome, args.log, papermill, args.replaces, args.time_limit
-        )
-    try:
-        result = read(args.outcome)
-    except OutcomeError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    if not result["ok"]:
-        said = failure_line(result)
-        print(f"error: the page {said} did not render, so it is not published", file=sys.stderr)
-        return 1
-    return 0
+    return run(
+        args.template, args.notebook, args.outcome, args.log, papermill, args.replaces, args.time_limit
+    )
 
 
 if __name__ == "__main__":

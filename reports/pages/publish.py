@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernels.io.atomic import disk_full_message, is_disk_full, write_text_atomic
+from kernels.io.atomic import saying_a_full_disk, write_text_atomic
 from reports.pages import outcome
 
 
@@ -49,25 +49,18 @@ def html_of(notebook: str, code: bool) -> str:
 
 
 def publish(result: str, notebook: str, out_notebook: str, out_html: str, code: bool) -> int:
-    try:
-        found = outcome.read(result)
-    except outcome.OutcomeError as err:
-        print(f"error: {err}", file=sys.stderr)
+    refused = outcome.unpublishable(result)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
         return 1
-    if not found["ok"]:
-        said = outcome.failure_line(found)
-        print(f"error: the page {said} did not render, so it is not published", file=sys.stderr)
-        return 1
-    try:
+
+    def written() -> int:
         write_text_atomic(out_notebook, Path(notebook).read_text(encoding="utf-8"))
         write_text_atomic(out_html, html_of(notebook, code))
-    except OSError as err:
-        if not is_disk_full(err):
-            raise
-        print(f"error: {disk_full_message(err)}", file=sys.stderr)
-        return 1
-    print(f"{notebook} -> {out_notebook}, {out_html}")
-    return 0
+        print(f"{notebook} -> {out_notebook}, {out_html}")
+        return 0
+
+    return saying_a_full_disk(written)
 
 
 def main(argv: list[str]) -> int:
