@@ -11,8 +11,10 @@ from __future__ import annotations
 TIMINGS = ("time_ms", "time_p10_ms", "time_p90_ms", "repeats", "ncu_time_ms")
 # what differs between two measurements of one point: the timings, the clocks, the process,
 # and the machine's load while it was timed (contention)
-VARYING = (*TIMINGS, "started_at", "finished_at", "wall_seconds", "process", "contention")
-VARYING += ("launch_candidates",)
+VARYING = (
+    *TIMINGS,
+    *("started_at", "finished_at", "wall_seconds", "process", "contention", "launch_candidates"),
+)
 STAGE_TIMINGS = (
     *("time_ms", "time_p10_ms", "time_p90_ms", "repeats"),
     *("cold_time_ms", "cold_time_p10_ms", "cold_time_p90_ms"),

@@ -190,14 +190,20 @@ def busy(metrics: pd.DataFrame) -> pd.DataFrame:
     return metrics[metrics["contention_verdict"].astype("string").eq("busy").fillna(False).astype(bool)]
 
 
+def busy_listed(found: pd.DataFrame, at_most: int | None = None) -> str:
+    """The busy points (``busy``) named one by one, the first ``at_most`` of them."""
+    points = [f"{r.impl} {r.dtype} T={r.tokens:,}" for r in found.itertuples()]
+    shown = points if at_most is None else points[:at_most]
+    return ", ".join(shown) + (f" and {len(points) - len(shown)} more" if len(points) > len(shown) else "")
+
+
 def busy_note(metrics: pd.DataFrame) -> str | None:
     """Where a page shows times, the points among them timed on a busy machine, named: their
     times are drawn as measured and marked here, so that none passes for the kernel's own."""
     found = busy(metrics)
     if found.empty:
         return None
-    points = [f"{r.impl} {r.dtype} T={r.tokens:,}" for r in found.itertuples()]
-    listed = ", ".join(points[:8]) + (f" and {len(points) - 8} more" if len(points) > 8 else "")
+    listed = busy_listed(found, at_most=8)
     timed = int(metrics["time_ms"].notna().sum())
     return (
         f"**Timed on a busy machine:** {len(found)} of the {timed} timed points ({listed}) were timed "

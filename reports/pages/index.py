@@ -17,6 +17,7 @@ from reports.pages import handoff_text, inputs, outcome
 from reports.pages.common import (
     SORTABLE_SCRIPT,
     busy,
+    busy_listed,
     device_label,
     names,
     nonfinite,
@@ -495,7 +496,7 @@ def render(
             f"{len(found)} point(s) were timed while other processes held CPUs their threads "
             "needed: their times measure that contention as much as the kernels, and the pages "
             "and findings that show them say so (results/metrics.csv: contention_reason): "
-            + ", ".join(f"{r.impl} {r.dtype} T={r.tokens}" for r in found.itertuples())
+            + busy_listed(found)
             + ". To time them again, delete their records and run again on a quiet machine."
         )
     for status in ("skipped", "failed"):

@@ -460,13 +460,14 @@ def print_run_summary(failed=False):
     from collections import Counter
     from kernels.io.records import DamagedRecordError, read_record
 
-    counts, unusable, busy = Counter(), [], 0
+    counts, unusable, busy, newest = Counter(), [], 0, 0.0
     for point in POINTS:
         path = output_of(rules.measure.output[0], point)
         try:
             record = read_record(path, record_fields(point))
             counts[record["status"]] += 1
             busy += (record.get("contention") or {}).get("verdict") == "busy"
+            newest = max(newest, os.path.getmtime(path))
         except DamagedRecordError:
             counts["damaged" if os.path.exists(path) else "missing"] += 1
             unusable.append(path)
@@ -484,8 +485,6 @@ def print_run_summary(failed=False):
     if unusable:
         more = f" and {len(unusable) - 1} more" if len(unusable) > 1 else ""
         logger.warning(f"attnio: no usable record: {unusable[0]}{more}; a plain run makes them")
-    records = [output_of(rules.measure.output[0], point) for point in POINTS]
-    newest = max((os.path.getmtime(path) for path in records if os.path.exists(path)), default=0)
     said = index_line(Path(RESULTS, "index.html"), newest)
     if said:
         logger.info(said)
