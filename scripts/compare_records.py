@@ -13,7 +13,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from kernels.io.compare import differences
+from kernels.io.compare import differences, spreads_overlap
 
 
 def records(results: Path) -> dict[str, dict]:
@@ -24,8 +24,8 @@ def records(results: Path) -> dict[str, dict]:
 
 
 def overlap(a: dict, b: dict) -> bool:
-    """Whether two timings' p10–p90 spreads overlap."""
-    return a["time_p10_ms"] <= b["time_p90_ms"] and b["time_p10_ms"] <= a["time_p90_ms"]
+    """Whether two records' p10–p90 timing spreads overlap."""
+    return spreads_overlap((a["time_p10_ms"], a["time_p90_ms"]), (b["time_p10_ms"], b["time_p90_ms"]))
 
 
 def main(argv: list[str]) -> int:

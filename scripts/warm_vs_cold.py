@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kernels.io.compare import spreads_overlap
 from kernels.warm import session
 
 # float32 torch paths of the default study: short, middle and long calls, with and without stages
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
         spread = {
             k: (min(r["time_p10_ms"] for r in v), max(r["time_p90_ms"] for r in v)) for k, v in runs.items()
         }
-        overlap = spread["warm"][0] <= spread["cold"][1] and spread["cold"][0] <= spread["warm"][1]
+        overlap = spreads_overlap(spread["warm"], spread["cold"])
         ratios.append(warm / cold)
         print(
             f"{point[0]:12s} T={point[1]:5d} {point[2]:6s}: warm {warm:.4g} ms, own process {cold:.4g} ms, "

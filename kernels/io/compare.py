@@ -39,3 +39,8 @@ def differences(a: dict, b: dict) -> list[str]:
             if key not in STAGE_TIMINGS and sa.get(key) != sb.get(key)
         ]
     return found
+
+
+def spreads_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two timings' (p10, p90) spreads overlap: the same within their noise."""
+    return a[0] <= b[1] and b[0] <= a[1]
