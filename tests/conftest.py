@@ -1,13 +1,20 @@
 """The suite runs on CPU: Triton kernels go through the interpreter. The switch must be set
 before any kernel module imports triton, so it is set here, first."""
 
+import ctypes
+import json
 import os
+import resource
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 os.environ.setdefault("ATTNIO_INTERPRET", "1")
 
 
 import pytest  # noqa: E402
+
+from kernels.measure import contention  # noqa: E402
 
 # The files with the longest set-ups (whole studies, every page on a dozen grids, the GPU
 # study's compiles, a SLURM cluster) go first: each test worker takes whole files
@@ -43,21 +50,74 @@ def study(tmp_path_factory):
     folder = tmp_path_factory.mktemp("study")
     workdir = checkout_copy(folder / "attn io ü;x")
     started = time.perf_counter()
-    done = snakemake(
-        workdir,
-        "--cores",
-        "2",
-        "--configfile",
-        "config/config.yaml",
-        "config/presets/ci.yaml",
-        timeout=1800,  # a hang guard: alone the study takes about 4 minutes, beside other tests 6
-        python=spaced_python(folder),
-    )
+    with contention.watched(2, own_seconds=children_cpu_seconds) as load, reaping_orphans():
+        done = snakemake(
+            workdir,
+            "--cores",
+            "2",
+            "--configfile",
+            "config/config.yaml",
+            "config/presets/ci.yaml",
+            timeout=1800,  # a hang guard: beside the other tests the study took 118 s in CI
+            python=spaced_python(folder),
+        )
     took = time.perf_counter() - started  # what the budget's estimate is held against
     assert done.returncode == 0, done.stderr[-3000:]
     (workdir / "snakemake-output.txt").write_text(done.stdout + done.stderr)
     (workdir / "study-seconds.txt").write_text(f"{took:.1f}\n")
+    (workdir / "study-load.json").write_text(json.dumps(load))  # the CPUs the other tests kept busy
     return workdir
+
+
+def children_cpu_seconds() -> float:
+    """CPU time of this process's children that have ended and been waited for, with theirs:
+    the study's Snakemake, its jobs and (reaping_orphans) its warm workers."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+PR_SET_CHILD_SUBREAPER = 36
+ORPHAN_WAIT_S = 60
+
+
+@contextmanager
+def reaping_orphans():
+    """Within the block this process adopts its descendants whose parents end (Linux's child
+    subreaper): the warm workers' keepers, which outlive the job that started them. At its
+    end it waits for each (they stop once the run is over), so that their CPU time counts as
+    this process's children's, not as other processes'."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    known = set(children())
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        deadline = time.monotonic() + ORPHAN_WAIT_S
+        for pid in set(children()) - known:
+            while time.monotonic() < deadline and not ended(pid):
+                time.sleep(0.05)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def ended(pid: int) -> bool:
+    """Whether child ``pid`` has ended (and is now waited for)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG) != (0, 0)
+    except ChildProcessError:  # waited for already
+        return True
+
+
+def children() -> list[int]:
+    """The process ids whose parent is this process (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.append(int(stat.parent.name))
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,19 +92,20 @@ def unknown(reason: str) -> dict:
 
 
 @contextmanager
-def watched(threads: int) -> Iterator[dict]:
+def watched(threads: int, own_seconds: Callable[[], float] = time.process_time) -> Iterator[dict]:
     """Fill the yielded dict, once the block ends, with the window's contention for a job of
     ``threads`` threads: evidence, verdict (quiet, busy, or unknown where /proc/stat is
-    missing) and reason."""
+    missing) and reason. ``own_seconds`` is the job's CPU time so far: this process's, or
+    for a job run as child processes, theirs."""
     cpus = affinity()
     found: dict = {}
     before = cpu_ticks(cpus)
-    started, own = time.monotonic(), time.process_time()
+    started, own = time.monotonic(), own_seconds()
     try:
         yield found
     finally:
         after = cpu_ticks(cpus)
-        wall, own_cpu = time.monotonic() - started, time.process_time() - own
+        wall, own_cpu = time.monotonic() - started, own_seconds() - own
         if before is None or after is None:
             found |= unknown("no /proc/stat on this system: contention was not measured")
         else:
