@@ -368,8 +368,26 @@ def time_limit_reason(args: argparse.Namespace) -> str:
     )
 
 
+def product_shape(text: str) -> dict:
+    from kernels.study.sweep import parse_product_shape
+
+    try:
+        return parse_product_shape(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--device", choices=DEVICES, default="auto", help=DEVICE_HELP)
+    cmd.add_argument(
+        "--products",
+        nargs="*",
+        type=product_shape,
+        default=[],
+        metavar="DTYPE:D:SHORTEST:LONGEST",
+        help="the products to time in the stages' shapes, for the expected times (the workflow "
+        "passes the sweep's: kernels.study.sweep.product_shapes); none: no operation rates",
+    )
     cmd.add_argument("--threads", type=positive_int, help="torch's thread count (default: torch's own)")
     cmd.add_argument("--out", required=True, type=output_file, help="JSON to write (atomically)")
 
@@ -594,7 +612,7 @@ def run_ceilings(args: argparse.Namespace) -> int:
     if absent:
         write_ceilings_unavailable(args, absent)
         return 0
-    found = ceilings.measure(device)
+    found = ceilings.measure(device, products=args.products)
     with getattr(args, "write_lock", contextlib.nullcontext()):
         write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
     print(

@@ -266,9 +266,11 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def measure(device: str, found_caches: dict | None = None) -> dict:
+def measure(device: str, found_caches: dict | None = None, products: list[dict] | None = None) -> dict:
     """Every ceiling of ``device``; ``found_caches`` (kernels.measure.caches) is read from the
-    machine when not given."""
+    machine when not given. ``products``: the sweep's dtypes, head dimensions and lengths
+    (kernels.study.sweep.product_shapes), for the operations' rates (``ops``,
+    kernels.measure.op_rates), which the expected times and the time gate use."""
     started = _now()
     threads = torch.get_num_threads()
     found_caches = cache_levels.caches(device, threads=threads) if found_caches is None else found_caches
@@ -293,7 +295,19 @@ def measure(device: str, found_caches: dict | None = None) -> dict:
         "caches_reason": found_caches.get("reason"),
         "measured_at": started,
         "reason": None if levels[-1]["copy_gbps"] else f"DRAM: {levels[-1].get('reason')}",
+        "ops": operation_rates(device, threads, planned, products),
     } | ({"exp_reason": exp_reason} if exp_reason else {})
+
+
+def operation_rates(device: str, threads: int, planned: list, products: list[dict] | None) -> dict | None:
+    """The ceilings' ``ops`` (kernels.measure.op_rates) with the largest cache the threads
+    meet and DRAM's footprint; None where the sweep names no products."""
+    if not products:
+        return None
+    from kernels.measure import op_rates
+
+    cache_bytes = planned[-2][1] if len(planned) > 1 else None
+    return op_rates.measure(device, threads, products, cache_bytes, planned[-1][2])
 
 
 def describe(found: dict) -> str:

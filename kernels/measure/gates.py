@@ -10,7 +10,7 @@ import math
 
 from kernels.measure.memory import available_bytes
 from kernels.spec import CALL_BUDGET_SECONDS, QUICK_CEILINGS_MARGIN, SDPA_IMPLEMENTATIONS, SLOW_MACHINE
-from kernels.study import cost
+from kernels.study import cost, expected
 from kernels.study.launch import build_failure
 from kernels.study.point import Point
 
@@ -77,11 +77,8 @@ def memory_short(point: Point, device: str) -> str | None:
 
 
 def predicted_seconds(point: Point, ceilings: dict) -> float:
-    """A lower bound on one call's time (a roofline): the model's bytes at the measured copy
-    rate or its FLOPs at the measured matrix-product rate, whichever takes longer."""
-    model = cost.summarize(point)
-    moved = model["traffic_model_bytes"] or model["traffic_compulsory_bytes"]
-    return max(moved / (ceilings["copy_gbps"] * 1e9), model["flops"] / (ceilings["matmul_tflops"] * 1e12))
+    """A lower bound on one call's time (kernels.study.expected.call_seconds)."""
+    return expected.call_seconds(point, ceilings)
 
 
 def assumed_ceilings(point: Point, device: str, budget_seconds: float) -> tuple[dict | None, str]:
@@ -115,9 +112,11 @@ def too_slow(
         source = f"{how}:"
     seconds = predicted_seconds(point, ceilings)
     if seconds > budget_seconds:
+        products = expected.product_seconds(point, cost.flops(point), ceilings)
+        rate = cost.flops(point) / products if products else ceilings["matmul_tflops"] * 1e12
         return (
             f"predicted to take at least {figure(seconds)} s per call ({cost.flops(point):.2e} FLOP at "
-            f"{source} {figure(ceilings['matmul_tflops'] * 1e3)} GFLOP/s, or its bytes at "
+            f"{source} {figure(rate / 1e9)} GFLOP/s for {point.dtype}, or its bytes at "
             f"{figure(ceilings['copy_gbps'])} GB/s), over the budget of {budget_seconds:g} s per call"
         )
     return None

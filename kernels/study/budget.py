@@ -46,7 +46,7 @@ from kernels.spec import (
     STAGE_MIN_PASSES,
     STAGE_MIN_SECONDS,
 )
-from kernels.study import cost, predict
+from kernels.study import cost, expected, predict
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
 from kernels.study.stage_cost import stage_names
@@ -271,10 +271,8 @@ def call_seconds(point: Point, gpu: Gpu) -> float:
 
 
 def cpu_call_seconds(point: Point, ceilings: dict) -> float:
-    """The roofline of one call at the machine's measured rates (kernels.measure.gates)."""
-    model = cost.summarize(point)
-    moved = model["traffic_model_bytes"] or model["traffic_compulsory_bytes"]
-    return max(moved / (ceilings["copy_gbps"] * 1e9), model["flops"] / (ceilings["matmul_tflops"] * 1e12))
+    """The roofline of one call at the machine's measured rates, as the time gate holds it."""
+    return expected.call_seconds(point, ceilings)
 
 
 def cpu_window(call: float, windows: Windows, fill: float) -> float:
@@ -390,6 +388,9 @@ def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | Non
 LEVEL_SAMPLING_S = 4 * 0.3
 
 
+OP_MIN_SECONDS, OP_MAX_SECONDS = 0.15, 0.6  # kernels.measure.ceilings' LEVEL_MIN/MAX_SECONDS
+
+
 def ceilings_seconds(machine: Machine) -> float:
     """The ceilings job: a DRAM copy and a square product, each timed like a point (sizes of
     kernels.measure.ceilings), their inputs filled, and the levels' copies and the
@@ -410,7 +411,26 @@ def ceilings_seconds(machine: Machine) -> float:
     fill = cpu_fill(machine)
     timed = cpu_window(copy, machine.windows, fill) + cpu_window(product, machine.windows, fill)
     # the inputs: random numbers, written once
-    return machine.startup.job_s + timed + 4 * copy + LEVEL_SAMPLING_S
+    return machine.startup.job_s + timed + 4 * copy + LEVEL_SAMPLING_S + ops_seconds(machine.ceilings)
+
+
+def ops_seconds(ceilings: dict) -> float:
+    """The operations' rates (kernels.measure.op_rates), from the calls the ceilings timed:
+    each sampled as the copies are (three calls to start, then blocks for at least
+    OP_MIN_SECONDS, at most OP_MAX_SECONDS, seven at least), a flushed pass 15 single calls,
+    each after a flush (four times the cache read and written at the DRAM copy rate)."""
+    ops = ceilings.get("ops")
+    if not ops:
+        return 0.0
+    flush = 2 * STAGE_FLUSH_FACTOR * (ops.get("cache_bytes") or 0) / (ceilings["copy_gbps"] * 1e9)
+    total = 0.0
+    for entry in (ops.get("products") or []) + (ops.get("passes") or []):
+        call = entry["time_us"] / 1e6
+        if entry.get("place") == "flushed":
+            total += 15 * (call + flush)
+        else:
+            total += 3 * call + max(call, min(OP_MAX_SECONDS, max(OP_MIN_SECONDS, 7 * max(call, 1e-3))))
+    return total + 4 * 2 * OP_MIN_SECONDS  # the fixed costs: a chain timed, each call in blocks
 
 
 def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from kernels.study import expected
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
 from kernels.study.predict import product_flops_per_s, served
@@ -47,6 +48,9 @@ class Machine:
     # bytes/s of a pass updating one tensor in place, by level name (DRAM included), where
     # measured: a stage that updates S in place moves its bytes at these rates, not a copy's
     in_place_rates: dict[str, float] = field(default_factory=dict)
+    # the operations' measured rates (kernels.study.expected), where the ceilings hold them:
+    # the expected time beside this floor
+    ops: expected.Ops | None = None
 
     @property
     def largest_cache_bytes(self) -> int | None:
@@ -106,20 +110,26 @@ def from_ceilings(ceilings: dict, name: str = "this machine") -> Machine:
     """The machine the ceilings were measured on (python -m kernels ceilings, as a dict).
 
     The copy rates count bytes read plus bytes written, as the stage costs do. The matrix
-    product rate is the one measured (float32 on a CPU) and is used for every dtype: the
-    ceilings time no other, so for a 2-byte dtype the rate is an assumption."""
+    product rate is, for a dtype whose products the ceilings timed in the stages' shapes
+    (``ops``), the fastest of those; for any other, the one square product's rate, which for
+    a 2-byte dtype is then an assumption."""
     device = ceilings.get("device_name") or ceilings.get("device") or "an unnamed device"
-    rate = _rate(ceilings, "matmul_tflops") * TERA
+    square = _rate(ceilings, "matmul_tflops") * TERA
+    ops = expected.read(ceilings)
+    fastest = expected.fastest_products(ops) if ops else {}
     return Machine(
         name=name,
         levels=_cache_levels(ceilings),
         dram_bytes_per_s=_dram_rate(ceilings),
-        product_flops_per_s=lambda point: rate,
+        product_flops_per_s=lambda point: fastest.get(point.dtype, square),
         exp_per_s=_rate(ceilings, "exp_per_s", "exp_reason"),
         in_place_rates=_in_place_rates(ceilings),
+        ops=ops,
         source=(
             f"measured by python -m kernels ceilings on {device} ({ceilings.get('threads')} threads, "
-            f"{ceilings.get('matmul_dtype') or 'float32'} products) at {ceilings.get('measured_at')}"
+            f"{ceilings.get('matmul_dtype') or 'float32'} square products"
+            + (f", the stages' products in {', '.join(fastest)}" if fastest else "")
+            + f") at {ceilings.get('measured_at')}"
         ),
     )
 

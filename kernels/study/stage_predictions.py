@@ -5,7 +5,10 @@ the ``predict --stages`` command's rows.
 
 Warm: the stage runs right after the one before it, so its hand-off may still sit in a cache:
 a band from the optimistic end (low) to the pessimistic end (high). Cold: the caches were
-emptied just before it. Times are roofline lower bounds, in milliseconds.
+emptied just before it. The predicted times are roofline lower bounds; the expected ones
+(torch_naive on this machine, where the ceilings hold the operations' rates) the fixed cost
+of each call plus its data at the operations' measured rates (kernels.study.expected). All
+in milliseconds.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 from collections.abc import Iterable
 
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import hierarchy, predict
+from kernels.study import expected, hierarchy, predict
 from kernels.study.gpus import GPUS
 from kernels.study.hierarchy import Machine
 from kernels.study.point import Point
@@ -39,6 +42,9 @@ COLUMNS = (
     "bound_warm_high",
     "bound_cold",
     "largest_cache_bytes",
+    "expected_warm_ms",
+    "expected_cold_ms",
+    "expected_fixed_ms",
 )
 MS = 1e3
 
@@ -86,8 +92,28 @@ def stage_rows(point: Point, machine: Machine) -> list[dict]:
             | {f"predicted_{case}_ms": found["time_s"] * MS for case, found in ends.items()}
             | {f"bound_{case}": found["bound"] for case, found in ends.items()}
             | {"largest_cache_bytes": machine.largest_cache_bytes}
+            | expected_columns(stage, point, machine)
         )
     return rows
+
+
+def expected_columns(stage, point: Point, machine: Machine) -> dict:
+    """The expected warm and cold time and the fixed cost in them (kernels.study.expected),
+    for torch_naive's stages on a machine whose ceilings hold the operations' rates; blank
+    otherwise (the GPUs' published figures have no operation rates; the Triton paths on a
+    CPU run in the interpreter, never timed)."""
+    blank = {"expected_warm_ms": None, "expected_cold_ms": None, "expected_fixed_ms": None}
+    if machine.ops is None or point.impl != "torch_naive":
+        return blank
+    warm = expected.stage_expected(stage, point, machine.ops)
+    cold = expected.stage_expected(stage, point, machine.ops, cold=True)
+    if warm is None or cold is None:
+        return blank
+    return {
+        "expected_warm_ms": warm["time_s"] * MS,
+        "expected_cold_ms": cold["time_s"] * MS,
+        "expected_fixed_ms": warm["fixed_s"] * MS,
+    }
 
 
 def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> list[dict]:

@@ -146,3 +146,34 @@ def registered_only(sweep: list[dict]) -> tuple[list[dict], list[str]]:
         if impls:
             kept.append(grid | {"impls": impls})
     return kept, warnings
+
+
+def product_shapes(points: list[Point], device: str) -> list[str]:
+    """The matrix products the ceilings time for a sweep (kernels.measure.op_rates), as
+    ``dtype:head_dim:shortest:longest`` (the lengths it runs at): one per dtype and head
+    dimension of the points timed on ``device`` (on a CPU the Triton paths are interpreted,
+    never timed)."""
+    spans: dict[tuple[str, int], list[int]] = {}
+    for point in points:
+        if device == "cpu" and point.triton:
+            continue
+        spans.setdefault((point.dtype, point.head_dim), []).append(point.tokens)
+    return [f"{dtype}:{d}:{min(ts)}:{max(ts)}" for (dtype, d), ts in sorted(spans.items())]
+
+
+def parse_product_shape(text: str) -> dict:
+    """``dtype:head_dim:shortest:longest`` (product_shapes) as a dict; a ValueError naming
+    what is wrong."""
+    parts = text.split(":")
+    if len(parts) != 4:
+        raise ValueError(f"{text!r}: expected dtype:head_dim:shortest:longest, e.g. float32:64:256:8192")
+    dtype, *numbers = parts
+    if dtype not in ELEMENT_BYTES:
+        raise ValueError(f"{text!r}: dtype {dtype!r} is not one of {', '.join(ELEMENT_BYTES)}")
+    try:
+        head_dim, shortest, longest = (int(n) for n in numbers)
+    except ValueError:
+        raise ValueError(f"{text!r}: head_dim, shortest and longest must be whole numbers") from None
+    if min(head_dim, shortest) < 1 or longest < shortest:
+        raise ValueError(f"{text!r}: needs head_dim >= 1 and 1 <= shortest <= longest")
+    return {"dtype": dtype, "head_dim": head_dim, "shortest": shortest, "longest": longest}

@@ -55,6 +55,9 @@ for warning in LEFT_OUT:
 if not config["sweep"]:
     raise WorkflowError("sweep: no grid has an implementation left to measure")
 POINTS = attnio_sweep.points(config["sweep"])
+# the matrix products the ceilings time in the stages' shapes: the sweep's dtypes, head
+# dimensions and lengths, for the points timed on this device
+PRODUCT_SHAPES = attnio_sweep.product_shapes(POINTS, "cuda" if ON_GPU else "cpu")
 # Build: every Triton variant for the configured targets, plus the local GPU's on a GPU
 # machine (which also fills Triton's cache before anything is timed). One job per
 # implementation, dtype, blocks, T and d, so that adding a T or a d builds only its own

@@ -1,6 +1,8 @@
 rule ceilings:
     """The machine's copy bandwidth and matrix-product rate, measured once before any point:
-    the rates a point's predicted time is bounded with. Timed, so it owns the machine."""
+    the rates a point's predicted time is bounded with; and the rates of the stages'
+    operations (the sweep's products, passes, fixed costs) that its expected time is made of.
+    Timed, so it owns the machine."""
     output:
         f"{RESULTS}/ceilings.json",
     log:
@@ -16,9 +18,11 @@ rule ceilings:
         time_limit=RULE_SECONDS["ceilings"],
         device=DEVICE,
         threads=threads_option,
+        products=PRODUCT_SHAPES,
     shell:
         "python -m kernels ceilings --device {params.device:q} {params.threads:q} "
-        "--time-limit {params.time_limit:q} --out {output:q} > {log:q} 2>&1"
+        "--products {params.products:q} --time-limit {params.time_limit:q} --out {output:q} "
+        "> {log:q} 2>&1"
 
 
 rule measure:

@@ -1,0 +1,258 @@
+"""The rates of the operations torch_naive's stages run, each measured on its own, for the
+expected time of a stage (kernels.study.expected); part of the ceilings (``ops``).
+
+- ``products``: the two matrix products of attention in each dtype and head dimension the
+  sweep times, in the stages' shapes and layout (Q·Kᵀ: T×d by a transposed d×T view, into a
+  T×T tensor; P·V: T×T by T×d), at two lengths: one whose T×T tensor fills a quarter of the
+  largest cache the job's threads meet (``inside``) and one whose T×T tensor is four times
+  that cache (``past``), each clamped to the lengths the sweep runs (a product is not timed at
+  a length no point needs). FLOP/s over the time the data takes (the fixed cost of a call
+  taken out, as for the copies).
+- ``passes``: the stages that stream S and P, per dtype, with their tensors inside the largest
+  cache and past it (DRAM): ``scale`` (S ×= c in place: bytes read and written), ``mask`` (S
+  filled with −∞ where a boolean T×T tensor says: S read and written, the mask read),
+  ``softmax`` (rows of S into float32: elements per second) and, for a 2-byte dtype,
+  ``cast`` (the float32 result into P: bytes read and written).
+- ``fixed_us``: what one call of each kind costs beyond its data when it runs as a stage does,
+  alone between other operations and timed by itself (kernels.measure.stages).
+
+Every rate says how it was had (``method``)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from kernels.measure.ceilings import FIXED_CALLS, warm_times
+from kernels.measure.stages import empty_caches, flush_buffer, time_stages
+
+KINDS = ("elementwise", "product", "softmax", "masked_fill")
+PLACES = ("inside", "past")
+INSIDE_SHARE = 0.25  # of the largest cache, the T×T tensor of a product timed inside it
+PAST_FACTOR = 4  # the T×T tensor of a product timed past the largest cache, over that cache
+T_STEP = 64  # product lengths are whole multiples of this
+PASS_INSIDE_SHARE = 0.5  # of the largest cache, a pass's tensors together
+FLUSHED_CALLS = 15  # single calls timed with the caches emptied before each
+OP_KIND = {"scale": "elementwise", "mask": "masked_fill", "softmax": "softmax", "cast": "elementwise"}
+PRODUCT_METHOD = (
+    "torch.matmul into a tensor allocated once, the stages' layout; calls repeated on the same "
+    "data in blocks of about a millisecond, each followed by a 1×1 product (the fixed cost), "
+    "FLOP/s over the median difference"
+)
+PASS_METHOD = (
+    "the stage's operation repeated on one set of tensors (in the largest cache, or four times "
+    "past it) in blocks of about a millisecond, each followed by the same operation on one "
+    "element, the rate over the median difference"
+)
+FLUSHED_METHOD = (
+    "the stage's operation on tensors that fit in half the largest cache, the caches emptied "
+    "before each call as the stage timer's cold passes do, each call timed by itself; the rate "
+    "over the median time less the fixed cost of its kind"
+)
+FIXED_METHOD = (
+    "a chain of a product, an in-place scale, a masked fill and a softmax on tensors just large "
+    "enough for every thread, timed warm by the stage timer (each call by itself, as a stage); "
+    "each call's median less its data time (the call repeated in blocks)"
+)
+
+
+def dtype_of(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def product_lengths(e: int, cache_bytes: int | None, shortest: int, longest: int) -> dict[str, int]:
+    """The lengths a product is timed at, by place: inside and past the largest cache, whole
+    multiples of T_STEP, clamped to [shortest, longest] (the sweep's), one length where both
+    clamp to the same."""
+    if not cache_bytes:
+        wanted = {"inside": shortest, "past": longest}
+    else:
+        wanted = {
+            "inside": math.sqrt(INSIDE_SHARE * cache_bytes / e),
+            "past": math.sqrt(PAST_FACTOR * cache_bytes / e),
+        }
+    found: dict[str, int] = {}
+    for place, tokens in wanted.items():
+        stepped = max(T_STEP, round(tokens / T_STEP) * T_STEP)
+        clamped = min(max(stepped, shortest), longest)
+        if clamped not in found.values():
+            found[place] = clamped
+    return found
+
+
+def product_calls(shape: str, tokens: int, head_dim: int, dtype: torch.dtype, device: str) -> tuple:
+    """(the product, the 1×1 product of the same kind, its FLOPs) in the stages' layout."""
+    if shape == "qk":
+        q = torch.randn(1, 1, tokens, head_dim, device=device).to(dtype)
+        k_t = torch.randn(1, 1, tokens, head_dim, device=device).to(dtype).transpose(-1, -2)
+        out = torch.empty(1, 1, tokens, tokens, dtype=dtype, device=device)
+        a, b = q, k_t
+    else:
+        a = torch.rand(1, 1, tokens, tokens, device=device).to(dtype)
+        b = torch.randn(1, 1, tokens, head_dim, device=device).to(dtype)
+        out = torch.empty(1, 1, tokens, head_dim, dtype=dtype, device=device)
+    one_a, one_b = torch.ones(1, 1, dtype=dtype, device=device), torch.ones(1, 1, dtype=dtype, device=device)
+    one_out = torch.empty(1, 1, dtype=dtype, device=device)
+    return (
+        lambda: torch.matmul(a, b, out=out),
+        lambda: torch.matmul(one_a, one_b, out=one_out),
+        2 * tokens * tokens * head_dim,
+    )
+
+
+def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> list[dict]:
+    """One entry per dtype, head dimension, shape and place: ``wanted`` lists the sweep's
+    (dtype, head_dim, shortest, longest) as dicts."""
+    found = []
+    for want in wanted:
+        dtype = dtype_of(want["dtype"])
+        e = torch.empty((), dtype=dtype).element_size()
+        lengths = product_lengths(e, cache_bytes, want["shortest"], want["longest"])
+        for shape in ("qk", "pv"):
+            for place, tokens in lengths.items():
+                call, fixed, flops = product_calls(shape, tokens, want["head_dim"], dtype, device)
+                whole, alone, data = warm_times(device, call, fixed)
+                found.append(
+                    {
+                        "dtype": want["dtype"],
+                        "head_dim": want["head_dim"],
+                        "shape": shape,
+                        "place": place,
+                        "tokens": tokens,
+                        "matrix_bytes": tokens * tokens * e,
+                        "time_us": whole * 1e6,
+                        "flops_per_s": flops / data if data > 0 else None,
+                        "method": PRODUCT_METHOD,
+                    }
+                )
+    return found
+
+
+def pass_calls(op: str, dtype: torch.dtype, footprint: int, device: str) -> tuple[Callable, Callable, float]:
+    """(the pass over tensors filling ``footprint`` bytes together, the same on one element,
+    its amount: bytes moved, or for the softmax elements)."""
+    e = torch.empty((), dtype=dtype).element_size()
+    per_element = {"scale": e, "mask": e + 1, "softmax": e + 4, "cast": 4 + e}[op]
+    side = max(16, int(math.sqrt(footprint / per_element)) // 16 * 16)
+    n = side * side
+    x = torch.rand(side, side, device=device).to(dtype)
+    tiny = torch.rand(1, 1, device=device).to(dtype)
+    if op == "scale":
+        return (lambda: x.mul_(1.0)), (lambda: tiny.mul_(1.0)), 2 * n * e
+    if op == "mask":
+        mask = torch.ones(side, side, dtype=torch.bool, device=device).triu_(1)
+        one_mask = torch.zeros(1, 1, dtype=torch.bool, device=device)
+        return (
+            (lambda: x.masked_fill_(mask, float("-inf"))),
+            (lambda: tiny.masked_fill_(one_mask, float("-inf"))),
+            2 * n * e + n,
+        )
+    wide = torch.empty(side, side, dtype=torch.float32, device=device)
+    one_wide = torch.empty(1, 1, dtype=torch.float32, device=device)
+    if op == "softmax":
+        return (
+            (lambda: torch.softmax(x, -1, dtype=torch.float32, out=wide)),
+            (lambda: torch.softmax(tiny, -1, dtype=torch.float32, out=one_wide)),
+            float(n),
+        )
+    return (lambda: x.copy_(wide)), (lambda: tiny.copy_(one_wide)), n * (4 + e)
+
+
+def pass_ops(dtype: str) -> tuple[str, ...]:
+    two_bytes = torch.empty((), dtype=dtype_of(dtype)).element_size() == 2
+    return ("scale", "mask", "softmax", "cast") if two_bytes else ("scale", "mask", "softmax")
+
+
+def flushed_seconds(device: str, call: Callable, flush: torch.Tensor) -> float:
+    """The median time of ``call`` timed by itself, the caches emptied before each call (as
+    the stage timer's cold passes do)."""
+    times = []
+    for _ in range(FLUSHED_CALLS):
+        empty_caches(flush)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        call()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def pass_rates(
+    device: str,
+    dtypes: list[str],
+    footprints: dict[str, int],
+    flush: torch.Tensor,
+    fixed_us: dict[str, float],
+) -> list[dict]:
+    """One entry per dtype, operation and place (``footprints``: bytes by place; the inside
+    footprint is also timed ``flushed``: from DRAM, with room in the cache)."""
+    found = []
+    for dtype in dtypes:
+        for op in pass_ops(dtype):
+            for place, footprint in footprints.items():
+                call, fixed, amount = pass_calls(op, dtype_of(dtype), footprint, device)
+                whole, _, data = warm_times(device, call, fixed)
+                found.append(pass_entry(dtype, op, place, footprint, whole, data, amount))
+                if place == "inside":
+                    whole = flushed_seconds(device, call, flush)
+                    data = whole - fixed_us[OP_KIND[op]] / 1e6
+                    found.append(pass_entry(dtype, op, "flushed", footprint, whole, data, amount))
+    return found
+
+
+def pass_entry(
+    dtype: str, op: str, place: str, footprint: int, whole: float, data: float, amount: float
+) -> dict:
+    return {
+        "dtype": dtype,
+        "op": op,
+        "place": place,
+        "footprint_bytes": footprint,
+        "time_us": whole * 1e6,
+        "per_s": amount / data if data > 0 else None,
+        "unit": "elements" if op == "softmax" else "bytes",
+        "method": FLUSHED_METHOD if place == "flushed" else PASS_METHOD,
+    }
+
+
+def fixed_costs(device: str, threads: int) -> dict[str, float]:
+    """µs one call of each kind costs beyond its data, as a stage meets it (FIXED_METHOD): a
+    chain of the four kinds on tensors just large enough to run on every thread, timed by the
+    stage timer (kernels.measure.stages), less each call's data time."""
+    side = max(16, math.ceil(math.sqrt(threads * 32768 * 2)) // 16 * 16)
+    calls = {
+        "product": product_calls("qk", side, 64, torch.float32, device),
+        "elementwise": pass_calls("scale", torch.float32, side * side * 4, device),
+        "masked_fill": pass_calls("mask", torch.float32, side * side * 5, device),
+        "softmax": pass_calls("softmax", torch.float32, side * side * 8, device),
+    }
+    timed = time_stages([(kind, call) for kind, (call, _, _) in calls.items()], device)
+    found = {}
+    for row, (kind, (call, tiny, _)) in zip(timed, calls.items(), strict=True):
+        data = warm_times(device, call, tiny)[2]
+        found[kind] = max(0.0, row["time_ms"] / 1e3 - data) * 1e6
+    return found
+
+
+def measure(device: str, threads: int, wanted: list[dict], cache_bytes: int | None, past_bytes: int) -> dict:
+    """Every operation rate the expected times use (the ceilings' ``ops``)."""
+    dtypes = list(dict.fromkeys(w["dtype"] for w in wanted)) or ["float32"]
+    inside = int(PASS_INSIDE_SHARE * cache_bytes) if cache_bytes else None
+    footprints = {"inside": inside, "past": past_bytes} if inside else {"past": past_bytes}
+    fixed_us = fixed_costs(device, threads)
+    flush = flush_buffer(device, cache_bytes)
+    return {
+        "threads": threads,
+        "cache_bytes": cache_bytes,
+        "products": product_rates(device, wanted, cache_bytes),
+        "passes": pass_rates(device, dtypes, footprints, flush, fixed_us),
+        "fixed_us": fixed_us,
+        "fixed_method": FIXED_METHOD,
+        "fixed_calls": FIXED_CALLS,
+    }

@@ -1,0 +1,189 @@
+"""The expected time of each stage of torch_naive on the machine whose ceilings hold the
+operations' rates (the ceilings' ``ops``, kernels.measure.op_rates), beside the roofline's
+floor (kernels.study.hierarchy). Pure Python; no torch. Every parameter is a ceiling: no
+constant is fitted to a stage or an implementation.
+
+A stage's expected time is the fixed cost of one call of its kind (``fixed_us``) plus the time
+its data takes:
+- scores and pv: their FLOPs at the product rate measured for the dtype, head dimension and
+  shape (Q·Kᵀ, P·V), interpolated in log T between the lengths it was timed at (the nearest
+  one outside them);
+- scale, mask, softmax (and softmax's cast into a 2-byte P): the share of their bytes (or
+  elements) a cache serves at the operation's rate measured inside the largest cache, the
+  rest at its rate past it (DRAM). The two parts add: each byte is served by one place.
+
+Within one place the rates are the operations' own, so they already hold whatever overlap
+of memory and arithmetic the operation reaches there: the softmax's exponentials and its
+bytes, for instance. That is why the model composes no levels by a maximum (the roofline's
+floor) or by the ECM model's sums of transfers: on the machines we ran, an operation's rate
+at a place, measured, predicted its stage better than either composition of copy,
+exponential and product rates (docs/predictions.md gives the figures).
+
+Which share the cache holds: all of the stage's hand-off while its footprint (the T×T tensors
+it touches) fits in half the largest cache, none past the whole cache, and linearly in
+between (the same edges as the roofline's band, kernels.study.predict.served, read as one
+expected value). Warm, that share runs at the operation's rate inside the cache; cold (the
+caches emptied first), at its rate from DRAM into a cache with room (``flushed``), which
+differs from its rate past the cache where the operation's temporaries outgrow what the
+allocator keeps (torch's float16 softmax into float32 on a CPU: a fresh buffer each call
+past glibc's 32 MiB mmap threshold, page faults and all). The cast into P follows the softmax
+whose output it reads, so it runs from the cache either way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kernels.study import cost
+from kernels.study.point import Point
+from kernels.study.predict import RESIDENT_SHARE
+from kernels.study.stage_cost import StageCost
+
+KIND = {
+    "scores": "product",
+    "pv": "product",
+    "scale": "elementwise",
+    "mask": "masked_fill",
+    "softmax": "softmax",
+}
+PRODUCT_SHAPE = {"scores": "qk", "pv": "pv"}
+PASS_OP = {"scale": "scale", "mask": "mask", "softmax": "softmax"}
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Ops:
+    """The ceilings' operation rates, read: products by (dtype, head_dim, shape) as
+    (tokens, FLOP/s) pairs by length, passes by (dtype, op, place) and fixed costs in seconds."""
+
+    products: dict[tuple[str, int, str], list[tuple[int, float]]]
+    passes: dict[tuple[str, str, str], float]
+    fixed_s: dict[str, float]
+    cache_bytes: int | None
+
+
+def read(ceilings: dict | None) -> Ops | None:
+    """The ops of a ceilings file, or None where it has none (an older file, a device this
+    machine lacks)."""
+    ops = (ceilings or {}).get("ops")
+    if not ops:
+        return None
+    products: dict[tuple[str, int, str], list[tuple[int, float]]] = {}
+    for p in ops.get("products") or []:
+        if p.get("flops_per_s"):
+            products.setdefault((p["dtype"], p["head_dim"], p["shape"]), []).append(
+                (p["tokens"], p["flops_per_s"])
+            )
+    passes = {
+        (p["dtype"], p["op"], p["place"]): p["per_s"] for p in ops.get("passes") or [] if p.get("per_s")
+    }
+    return Ops(
+        products={key: sorted(found) for key, found in products.items()},
+        passes=passes,
+        fixed_s={kind: us * US for kind, us in (ops.get("fixed_us") or {}).items()},
+        cache_bytes=ops.get("cache_bytes"),
+    )
+
+
+def fastest_products(ops: Ops) -> dict[str, float]:
+    """The fastest product rate measured per dtype: the roofline's product ceiling for it."""
+    found: dict[str, float] = {}
+    for (dtype, _, _), rates in ops.products.items():
+        found[dtype] = max(found.get(dtype, 0.0), *(rate for _, rate in rates))
+    return found
+
+
+def along(found: list[tuple[int, float]], tokens: int) -> float:
+    """A rate at ``tokens`` from (tokens, rate) pairs: linear in log T between two, the nearest
+    outside them."""
+    if tokens <= found[0][0]:
+        return found[0][1]
+    if tokens >= found[-1][0]:
+        return found[-1][1]
+    for (t0, r0), (t1, r1) in zip(found, found[1:], strict=False):
+        if t0 <= tokens <= t1:
+            w = math.log(tokens / t0) / math.log(t1 / t0)
+            return r0 + w * (r1 - r0)
+    return found[-1][1]
+
+
+def product_rate(ops: Ops, dtype: str, head_dim: int, shape: str, tokens: int) -> float | None:
+    """FLOP/s of one product of the stages at this dtype, head dimension (the nearest timed
+    one where this one was not) and length; None where the dtype's products were not timed."""
+    dims = [d for (t, d, s) in ops.products if t == dtype and s == shape]
+    if not dims:
+        return None
+    nearest = min(dims, key=lambda d: (abs(math.log(d / head_dim)), d))
+    return along(ops.products[(dtype, nearest, shape)], tokens)
+
+
+def cache_share(footprint: float, cache_bytes: int | None) -> float:
+    """The share of a stage's hand-off the largest cache holds (module docstring)."""
+    if not cache_bytes:
+        return 0.0
+    half = RESIDENT_SHARE * cache_bytes
+    if footprint <= half:
+        return 1.0
+    if footprint >= cache_bytes:
+        return 0.0
+    return (cache_bytes - footprint) / (cache_bytes - half)
+
+
+def pass_seconds(ops: Ops, dtype: str, op: str, amount: float, share: float, *, cold: bool) -> float | None:
+    """``amount`` at the operation's rates: ``share`` of it where the cache holds it (warm:
+    in cache; cold: from DRAM into a cache with room), the rest past the cache."""
+    past = ops.passes.get((dtype, op, "past"))
+    if past is None:
+        return None
+    held = ops.passes.get((dtype, op, "flushed" if cold else "inside")) or past
+    return share * amount / held + (1 - share) * amount / past
+
+
+def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = False) -> dict | None:
+    """The expected seconds of one torch_naive stage (``time_s``), its fixed cost and data
+    parts; None where the ceilings lack a rate it needs."""
+    fixed = ops.fixed_s.get(KIND.get(stage.stage, ""))
+    if fixed is None:
+        return None
+    if stage.stage in PRODUCT_SHAPE:
+        rate = product_rate(ops, point.dtype, point.head_dim, PRODUCT_SHAPE[stage.stage], point.tokens)
+        data = None if rate is None else stage.flops / rate
+    else:
+        data = pass_data_seconds(stage, point, ops, cache_share(stage.footprint_bytes, ops.cache_bytes), cold)
+    if data is None:
+        return None
+    return {"time_s": fixed + data, "fixed_s": fixed, "data_s": data}
+
+
+def pass_data_seconds(stage: StageCost, point: Point, ops: Ops, share: float, cold: bool) -> float | None:
+    """The data time of scale, mask or softmax (with its cast for a 2-byte dtype)."""
+    n = point.groups * point.tokens**2
+    if stage.stage == "softmax":
+        found = pass_seconds(ops, point.dtype, "softmax", n, share, cold=cold)
+        if found is None or point.e == 4:
+            return found
+        cast = pass_seconds(ops, point.dtype, "cast", n * (4 + point.e), share, cold=False)
+        return None if cast is None else found + cast + ops.fixed_s.get("elementwise", 0.0)
+    return pass_seconds(ops, point.dtype, PASS_OP[stage.stage], stage.bytes, share, cold=cold)
+
+
+def product_seconds(point: Point, flops: float, ceilings: dict) -> float:
+    """The seconds of a call's products at this machine's rates for the point's dtype: half the
+    FLOPs in Q·Kᵀ's shape and half in P·V's, each at its measured rate, where the ceilings
+    timed that dtype; otherwise all at the one square product's rate (``matmul_tflops``)."""
+    ops = read(ceilings)
+    square = ceilings["matmul_tflops"] * 1e12
+    if ops is None:
+        return flops / square
+    rates = [product_rate(ops, point.dtype, point.head_dim, shape, point.tokens) for shape in ("qk", "pv")]
+    return sum(flops / 2 / (rate or square) for rate in rates)
+
+
+def call_seconds(point: Point, ceilings: dict) -> float:
+    """A lower bound on one call's time at this machine's rates (a roofline): the model's
+    bytes at the copy rate, or its products at the rates for its dtype (product_seconds),
+    whichever takes longer. The time gate (limits.call_seconds) and the budget both use it."""
+    model = cost.summarize(point)
+    moved = model["traffic_model_bytes"] or model["traffic_compulsory_bytes"]
+    return max(moved / (ceilings["copy_gbps"] * 1e9), product_seconds(point, model["flops"], ceilings))
