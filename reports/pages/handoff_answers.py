@@ -1,0 +1,267 @@
+"""The Cache hand-off page's answers, which come before its figures: what bounds each stage on
+this machine and the rate it reached, whether this machine's caches can serve the hand-off at
+all, where S + P outgrow them, and how close the expected times came to the measured ones
+(kernels.study.expected's model, read from results/model/stage_predictions.csv). Every figure
+is computed from the page's inputs."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from kernels.io.tables import REST
+from reports.pages.common import number
+from reports.pages.handoff import CASE, KEY, THIS_MACHINE, View, describe, keyed
+
+__all__ = ["checked", "stage_answers", "cache_answer", "accuracy_text", "accuracy_figure", "accuracy_table"]
+
+BAND = 0.25  # measured within this share of expected is the goal above FIXED_TIMES fixed costs
+FIXED_TIMES = 5  # a stage taking more than this many times its fixed cost: its data dominates
+LOOSE = 2.0  # below that, within this factor
+HARDLY = 1.25  # a cache copying less than this many times DRAM's rate hardly serves anything
+EXPECTED = ["expected_warm_ms", "expected_cold_ms", "expected_fixed_ms"]
+OP_OF_STAGE = {"scale": "scale", "mask": "mask", "softmax": "softmax"}
+SHAPE_OF_STAGE = {"scores": "qk", "pv": "pv"}
+
+
+def checked(v: View) -> pd.DataFrame:
+    """Every timed torch_naive stage with its expected times on this machine (all cases: each
+    dtype, causal or not), and measured over expected warm and cold; empty without them."""
+    mine = v.predictions[v.predictions["target"] == THIS_MACHINE]
+    if mine.empty or "expected_warm_ms" not in mine or v.timed.empty:
+        return pd.DataFrame()
+    timed = v.timed[(v.timed["impl"] == "torch_naive") & (v.timed["stage"] != REST)]
+    rows = timed.merge(keyed(mine)[[*KEY, "stage", *EXPECTED]], on=[*KEY, "stage"], how="inner")
+    rows = rows.dropna(subset=["expected_warm_ms", "expected_cold_ms"])
+    return rows.assign(
+        warm_ratio=rows["time_ms"] / rows["expected_warm_ms"],
+        cold_ratio=rows["cold_time_ms"] / rows["expected_cold_ms"],
+        data_dominates=rows["time_ms"] > FIXED_TIMES * rows["expected_fixed_ms"],
+    ).reset_index(drop=True)
+
+
+def _ops(ceilings: dict) -> dict:
+    return ceilings.get("ops") or {}
+
+
+def _pass_rates(ceilings: dict, dtype: str, op: str) -> dict[str, float]:
+    return {
+        p["place"]: p["per_s"]
+        for p in _ops(ceilings).get("passes") or []
+        if p["dtype"] == dtype and p["op"] == op and p.get("per_s")
+    }
+
+
+def _product_rates(ceilings: dict, dtype: str, head_dim: int, shape: str) -> dict[str, float]:
+    return {
+        p["place"]: p["flops_per_s"]
+        for p in _ops(ceilings).get("products") or []
+        if p["dtype"] == dtype and p["head_dim"] == head_dim and p["shape"] == shape and p.get("flops_per_s")
+    }
+
+
+def _bound_words(stage: str, case: pd.Series, ceilings: dict) -> tuple[str, str, float | None]:
+    """(what bounds the stage, the rates that say so, the rate its data part runs at past the
+    cache, in the unit the stage's measured rate has: FLOP/s or bytes/s) from the ceilings'
+    operation rates."""
+    if stage in SHAPE_OF_STAGE:
+        rates = _product_rates(ceilings, case["dtype"], int(case["head_dim"]), SHAPE_OF_STAGE[stage])
+        said = ", ".join(f"{number(r / 1e9)} GFLOP/s {place} the cache" for place, r in rates.items())
+        return "its matrix products", f"the ceilings timed this product at {said}", rates.get("past")
+    rates = _pass_rates(ceilings, case["dtype"], OP_OF_STAGE.get(stage, ""))
+    if "inside" not in rates or "past" not in rates:
+        return "", "", None
+    unit = "billion elements" if stage == "softmax" else "GB/s"
+    said = (
+        f"the ceilings timed it at {number(rates['inside'] / 1e9)} {unit} inside the cache and "
+        f"{number(rates['past'] / 1e9)} past it"
+    )
+    if rates["inside"] > 1.5 * rates["past"]:
+        return "memory once S + P outgrow the cache", said, rates["past"]
+    return "its own arithmetic, whichever memory serves it", said, rates["past"]
+
+
+def stage_answers(v: View, ceilings: dict) -> str:
+    """One sentence per stage of the page's case, at its longest length: what bounds it, the
+    rate it reached with its fixed cost taken out against the rate the ceilings measured, and
+    measured over expected."""
+    rows = checked(v)
+    if v.case is None or rows.empty:
+        return ""
+    case = v.case
+    mine = rows[(rows[CASE] == case[CASE].to_numpy()).all(axis=1)]
+    if mine.empty:
+        return ""
+    longest = mine[mine["tokens"] == mine["tokens"].max()].sort_values("order")
+    lines = [f"**What bounds each stage here** ({describe(case)}, T = {int(longest['tokens'].iloc[0]):,}):"]
+    for _, row in longest.iterrows():
+        bound, said, past = _bound_words(row["stage"], case, ceilings)
+        data_s = max((row["time_ms"] - row["expected_fixed_ms"]) / 1e3, 1e-12)
+        if row["stage"] in SHAPE_OF_STAGE:
+            reached = f"{number(row['flops'] / data_s / 1e9)} GFLOP/s"
+        elif row["stage"] == "softmax":
+            reached = f"{number(row['exps'] / data_s / 1e9)} billion elements per second"
+        else:
+            reached = f"{number(row['bytes'] / data_s / 1e9)} GB/s"
+        text = (
+            f"- **{row['stage']}** ({row['does']}): bound by {bound or 'what its rates do not say'}; "
+            f"it reached {reached} with its fixed cost taken out"
+        )
+        text += f" ({said})" if said else ""
+        text += (
+            f"; warm it took {number(row['warm_ratio'])}× its expected time, "
+            f"cold {number(row['cold_ratio'])}×."
+        )
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def _largest_cache(ceilings: dict) -> dict | None:
+    caches = [lv for lv in ceilings.get("levels") or [] if lv.get("level") != "DRAM" and lv.get("bytes")]
+    return max(caches, key=lambda lv: lv["bytes"]) if caches else None
+
+
+def cache_answer(v: View, ceilings: dict) -> str:
+    """Whether this machine's caches can serve the hand-off at all (its largest cache's copy
+    rate against DRAM's), and the length at which S + P fill that cache."""
+    largest = _largest_cache(ceilings)
+    dram = next((lv for lv in ceilings.get("levels") or [] if lv.get("level") == "DRAM"), None)
+    if not largest or not dram or not largest.get("copy_gbps") or not dram.get("copy_gbps"):
+        return (
+            "**Can this machine's caches serve the hand-off?** The ceilings give no copy rate for "
+            "the largest cache and DRAM to say."
+        )
+    ratio = largest["copy_gbps"] / dram["copy_gbps"]
+    rates = (
+        f"the {largest['level']} copies at {number(largest['copy_gbps'])} GB/s, "
+        f"DRAM at {number(dram['copy_gbps'])} GB/s"
+    )
+    if ratio < HARDLY:
+        verdict = (
+            f"hardly: {rates} (only {number(ratio)}×), so a hand-off the cache holds moves about "
+            "as fast as one from DRAM, and warm and cold differ little"
+        )
+    else:
+        verdict = (
+            f"yes: {rates}, {number(ratio)}× faster, so a stage bound by memory can run up to "
+            "that much faster warm while S + P fit"
+        )
+    text = f"**Can this machine's caches serve the hand-off?** {verdict}."
+    if v.case is not None:
+        e = 4 if v.case["dtype"] == "float32" else 2
+        crossing = int(np.sqrt(largest["bytes"] / (2 * e)))
+        text += (
+            f" S + P fill the {largest['level']} ({number(largest['bytes'] / 2**20)} MiB) at "
+            f"T ≈ {crossing:,} in {v.case['dtype']}; the figures below mark it."
+        )
+    return text
+
+
+def _ratios(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per measurement (warm and cold of each stage timed): its ratio and whether its
+    data dominates."""
+    both = [
+        rows.assign(kind=kind, ratio=rows[f"{kind}_ratio"])[
+            ["stage", "tokens", "dtype", "causal", "kind", "ratio", "data_dominates"]
+        ]
+        for kind in ("warm", "cold")
+    ]
+    return pd.concat(both, ignore_index=True)
+
+
+def accuracy_text(v: View) -> str:
+    """How many measured stage times came within ±BAND of expected where the data dominates,
+    and within LOOSE× below that; the worst of each."""
+    rows = checked(v)
+    if rows.empty:
+        return (
+            "**Expected against measured:** no stage has both a measured and an expected time "
+            "here (the ceilings hold no operation rates, or no torch_naive stage was timed)."
+        )
+    found = _ratios(rows)
+    big, small = found[found["data_dominates"]], found[~found["data_dominates"]]
+    parts = []
+    if len(big):
+        held = (big["ratio"] - 1).abs() <= BAND
+        worst = big.loc[(np.log(big["ratio"])).abs().idxmax()]
+        mask = " causal" if worst["causal"] else ""
+        parts.append(
+            f"{int(held.sum())} of {len(big)} stage times (warm and cold) within ±{int(BAND * 100)}% "
+            f"of expected where the stage takes more than {FIXED_TIMES}× its fixed cost (worst: "
+            f"{worst['stage']} {worst['kind']}, {worst['dtype']}{mask}, T = {int(worst['tokens']):,}, "
+            f"{number(worst['ratio'])}×)"
+        )
+    if len(small):
+        held = (np.log(small["ratio"])).abs() <= np.log(LOOSE)
+        parts.append(f"{int(held.sum())} of {len(small)} within {number(LOOSE)}× below that")
+    return "**Expected against measured:** " + "; ".join(parts) + "."
+
+
+def accuracy_figure(v: View):
+    """Measured over expected per stage against T, warm (filled) and cold (open), one colour
+    per dtype and mask, the ±BAND band shaded; None without expected times."""
+    rows = checked(v)
+    if rows.empty:
+        return None
+    shown = list(dict.fromkeys(rows.sort_values("order")["stage"]))
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.6), sharey=True, squeeze=False)
+    cases = list(dict.fromkeys(zip(rows["dtype"], rows["causal"], strict=True)))
+    colours = dict(zip(cases, sns.color_palette("tab10", len(cases)), strict=True))
+    for ax, stage in zip(axes[0], shown, strict=True):
+        ax.axhspan(1 - BAND, 1 + BAND, color="tab:green", alpha=0.12, lw=0)
+        ax.axhline(1, color="tab:green", lw=0.8)
+        for (dtype, causal), colour in colours.items():
+            mine = rows[(rows["stage"] == stage) & (rows["dtype"] == dtype) & (rows["causal"] == causal)]
+            mine = mine.sort_values("tokens")
+            label = f"{dtype}{', causal' if causal else ''}"
+            ax.plot(
+                mine["tokens"], mine["warm_ratio"], "o-", color=colour, ms=4, lw=0.8, label=f"{label}, warm"
+            )
+            ax.plot(
+                mine["tokens"],
+                mine["cold_ratio"],
+                "o--",
+                color=colour,
+                ms=5,
+                lw=0.6,
+                mfc="none",
+                label=f"{label}, cold",
+            )
+            small = mine[~mine["data_dominates"]]
+            ax.scatter(small["tokens"], small["warm_ratio"], marker="x", color="black", s=14, zorder=4)
+        ax.set(xscale="log", yscale="log", title=stage, xlabel="T")
+        ax.set_xscale("log", base=2)
+    axes[0][0].set_ylabel("measured / expected")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=4, fontsize=7, bbox_to_anchor=(0.5, 0.02))
+    fig.suptitle(
+        f"Measured over expected, per stage (band: ±{int(BAND * 100)}%; "
+        f"×: under {FIXED_TIMES}× its fixed cost)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_table(v: View) -> pd.DataFrame:
+    """Every stage time beside its expected time: the figure's points."""
+    rows = checked(v)
+    if rows.empty:
+        return pd.DataFrame()
+    return rows[
+        [
+            "dtype",
+            "causal",
+            "tokens",
+            "stage",
+            "time_ms",
+            "expected_warm_ms",
+            "warm_ratio",
+            "cold_time_ms",
+            "expected_cold_ms",
+            "cold_ratio",
+            "expected_fixed_ms",
+        ]
+    ].sort_values(["dtype", "causal", "stage", "tokens"], ignore_index=True)
