@@ -46,7 +46,7 @@ def ops_file(cache: int = 32 * MIB) -> dict:
         }
         for dt in ("float32", "float16")
         for op in ("scale", "mask", "softmax", "cast")
-        for place in ("inside", "flushed", "past")
+        for place in ("inside", "flushed", "handed", "past")
     ]
     fixed = {kind: rng.uniform(5, 50) for kind in op_rates.KINDS}
     return {"threads": 2, "cache_bytes": cache, "products": products, "passes": passes, "fixed_us": fixed}
@@ -97,7 +97,7 @@ def test_a_pass_stage_runs_inside_the_cache_warm_from_dram_cold_and_past_it_at_t
     fixed = ops_dict["fixed_us"]["elementwise"] * 1e-6
     small = Point("torch_naive", 1, 1, 1024, 64, "float32", False)  # S: 4 MiB, under half the cache
     large = Point("torch_naive", 1, 1, 4096, 64, "float32", False)  # S: 64 MiB, past it
-    for point, warm_place, cold_place in ((small, "inside", "flushed"), (large, "past", "past")):
+    for point, warm_place, cold_place in ((small, "handed", "flushed"), (large, "past", "past")):
         scale = next(s for s in stage_costs(point) if s.stage == "scale")
         warm = expected.stage_expected(scale, point, ops)
         cold = expected.stage_expected(scale, point, ops, cold=True)
@@ -107,6 +107,11 @@ def test_a_pass_stage_runs_inside_the_cache_warm_from_dram_cold_and_past_it_at_t
     assert expected.cache_share(16 * MIB, 32 * MIB) == 1.0
     assert expected.cache_share(24 * MIB, 32 * MIB) == pytest.approx(0.5)
     assert expected.cache_share(32 * MIB, 32 * MIB) == 0.0
+    # softmax follows scale (no product before it), so warm it runs at the inside rate
+    softmax = next(s for s in stage_costs(small) if s.stage == "softmax")
+    assert expected.stage_expected(softmax, small, ops)["data_s"] == pytest.approx(
+        1024 * 1024 / per_s[("float32", "softmax", "inside")]
+    )
     # a float16 softmax adds its cast into P and a second fixed cost
     point = Point("torch_naive", 1, 1, 1024, 64, "float16", False)
     softmax = next(s for s in stage_costs(point) if s.stage == "softmax")
@@ -123,12 +128,12 @@ def test_a_pass_stage_runs_inside_the_cache_warm_from_dram_cold_and_past_it_at_t
 def test_product_lengths_follow_the_cache_and_the_sweep():
     """Inside: the T×T tensor a quarter of the cache; past: four times it; in whole multiples
     of 64, clamped to the sweep's lengths, on machines with other caches."""
-    assert op_rates.product_lengths(4, 32 * MIB, 16, 100_000) == {"inside": 1472, "past": 5824}
-    assert op_rates.product_lengths(4, 48 * MIB, 16, 100_000) == {"inside": 1792, "past": 7104}
-    assert op_rates.product_lengths(2, 32 * MIB, 16, 100_000) == {"inside": 2048, "past": 8192}
-    assert op_rates.product_lengths(4, 256 * MIB, 256, 8192) == {"inside": 4096, "past": 8192}
-    assert op_rates.product_lengths(4, 32 * MIB, 16, 100) == {"inside": 100}
-    assert op_rates.product_lengths(4, None, 256, 1024) == {"inside": 256, "past": 1024}
+    assert op_rates.product_lengths(4, 32 * MIB, 16, 100_000) == {"short": 16, "inside": 1472, "past": 5824}
+    assert op_rates.product_lengths(4, 48 * MIB, 16, 100_000) == {"short": 16, "inside": 1792, "past": 7104}
+    assert op_rates.product_lengths(2, 32 * MIB, 16, 100_000) == {"short": 16, "inside": 2048, "past": 8192}
+    assert op_rates.product_lengths(4, 256 * MIB, 256, 8192) == {"short": 256, "inside": 4096, "past": 8192}
+    assert op_rates.product_lengths(4, 32 * MIB, 16, 100) == {"short": 16, "inside": 100}
+    assert op_rates.product_lengths(4, None, 256, 1024) == {"short": 256, "past": 1024}
 
 
 def test_the_sweeps_products_name_each_dtype_and_head_dim_timed():
@@ -241,11 +246,15 @@ def test_the_ceilings_command_times_the_sweeps_operations(tmp_path):
     assert {(p["dtype"], p["head_dim"], p["shape"]) for p in ops["products"]} == {
         (dt, d, s) for dt, d in (("float32", 32), ("float16", 128)) for s in ("qk", "pv")
     }
-    assert {p["tokens"] for p in ops["products"] if p["dtype"] == "float32"} == {256}  # clamped to the sweep
+    # the shortest length, and inside and past clamped to the sweep's longest
+    assert {(p["place"], p["tokens"]) for p in ops["products"] if p["dtype"] == "float32"} == {
+        ("short", 64),
+        ("inside", 256),
+    }
     assert all(p["flops_per_s"] > 0 and p["method"] for p in ops["products"])
     assert {(p["op"], p["place"]) for p in ops["passes"] if p["dtype"] == "float16"} == {
         (op, place) for op in ("scale", "mask", "softmax", "cast") for place in ("inside", "flushed", "past")
-    }
+    } | {("scale", "handed")}
     assert set(ops["fixed_us"]) == set(op_rates.KINDS) and all(v >= 0 for v in ops["fixed_us"].values())
     out.write_text(json.dumps(found))
     held = read_ceilings(str(out))  # the schema the workflow holds results/ceilings.json to

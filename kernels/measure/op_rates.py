@@ -6,13 +6,17 @@ expected time of a stage (kernels.study.expected); part of the ceilings (``ops``
   T×T tensor; P·V: T×T by T×d), at two lengths: one whose T×T tensor fills a quarter of the
   largest cache the job's threads meet (``inside``) and one whose T×T tensor is four times
   that cache (``past``), each clamped to the lengths the sweep runs (a product is not timed at
-  a length no point needs). FLOP/s over the time the data takes (the fixed cost of a call
-  taken out, as for the copies).
+  a length no point needs), and the sweep's shortest length (``short``). FLOP/s over the time
+  the data takes (the fixed cost of a call taken out, as for the copies).
 - ``passes``: the stages that stream S and P, per dtype, with their tensors inside the largest
   cache and past it (DRAM): ``scale`` (S ×= c in place: bytes read and written), ``mask`` (S
   filled with −∞ where a boolean T×T tensor says: S read and written, the mask read),
   ``softmax`` (rows of S into float32: elements per second) and, for a 2-byte dtype,
-  ``cast`` (the float32 result into P: bytes read and written).
+  ``cast`` (the float32 result into P: bytes read and written). Inside the cache each is also
+  timed ``flushed`` (the caches emptied before each call) and ``handed`` (right after a
+  matrix product wrote its input, as scale meets S: the product splits its output between
+  the threads otherwise than a pass does, so part of what the pass reads sits in another
+  core's cache).
 - ``fixed_us``: what one call of each kind costs beyond its data when it runs as a stage does,
   alone between other operations and timed by itself (kernels.measure.stages).
 
@@ -36,7 +40,8 @@ INSIDE_SHARE = 0.25  # of the largest cache, the T×T tensor of a product timed 
 PAST_FACTOR = 4  # the T×T tensor of a product timed past the largest cache, over that cache
 T_STEP = 64  # product lengths are whole multiples of this
 PASS_INSIDE_SHARE = 0.5  # of the largest cache, a pass's tensors together
-FLUSHED_CALLS = 15  # single calls timed with the caches emptied before each
+SINGLE_CALLS = 15  # single calls timed flushed or handed
+HANDED_OPS = ("scale",)  # the passes a product hands its output to in torch_naive's chain
 OP_KIND = {"scale": "elementwise", "mask": "masked_fill", "softmax": "softmax", "cast": "elementwise"}
 PRODUCT_METHOD = (
     "torch.matmul into a tensor allocated once, the stages' layout; calls repeated on the same "
@@ -47,6 +52,11 @@ PASS_METHOD = (
     "the stage's operation repeated on one set of tensors (in the largest cache, or four times "
     "past it) in blocks of about a millisecond, each followed by the same operation on one "
     "element, the rate over the median difference"
+)
+HANDED_METHOD = (
+    "the stage's operation on a T×T tensor filling half the largest cache, a Q·Kᵀ product "
+    "writing that tensor before each call (as scores hands S to scale), each call timed by "
+    "itself; the rate over the median time less the fixed cost of its kind"
 )
 FLUSHED_METHOD = (
     "the stage's operation on tensors that fit in half the largest cache, the caches emptied "
@@ -65,9 +75,9 @@ def dtype_of(name: str) -> torch.dtype:
 
 
 def product_lengths(e: int, cache_bytes: int | None, shortest: int, longest: int) -> dict[str, int]:
-    """The lengths a product is timed at, by place: inside and past the largest cache, whole
-    multiples of T_STEP, clamped to [shortest, longest] (the sweep's), one length where both
-    clamp to the same."""
+    """The lengths a product is timed at, by place: the sweep's shortest (``short``, where a
+    call's threads and blocking differ most), and inside and past the largest cache in whole
+    multiples of T_STEP, clamped to [shortest, longest] (the sweep's); each length once."""
     if not cache_bytes:
         wanted = {"inside": shortest, "past": longest}
     else:
@@ -75,7 +85,7 @@ def product_lengths(e: int, cache_bytes: int | None, shortest: int, longest: int
             "inside": math.sqrt(INSIDE_SHARE * cache_bytes / e),
             "past": math.sqrt(PAST_FACTOR * cache_bytes / e),
         }
-    found: dict[str, int] = {}
+    found: dict[str, int] = {"short": shortest}
     for place, tokens in wanted.items():
         stepped = max(T_STEP, round(tokens / T_STEP) * T_STEP)
         clamped = min(max(stepped, shortest), longest)
@@ -132,9 +142,11 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
     return found
 
 
-def pass_calls(op: str, dtype: torch.dtype, footprint: int, device: str) -> tuple[Callable, Callable, float]:
+def pass_calls(
+    op: str, dtype: torch.dtype, footprint: int, device: str
+) -> tuple[Callable, Callable, float, torch.Tensor]:
     """(the pass over tensors filling ``footprint`` bytes together, the same on one element,
-    its amount: bytes moved, or for the softmax elements)."""
+    its amount: bytes moved, or for the softmax elements; the T×T tensor it reads)."""
     e = torch.empty((), dtype=dtype).element_size()
     per_element = {"scale": e, "mask": e + 1, "softmax": e + 4, "cast": 4 + e}[op]
     side = max(16, int(math.sqrt(footprint / per_element)) // 16 * 16)
@@ -142,7 +154,7 @@ def pass_calls(op: str, dtype: torch.dtype, footprint: int, device: str) -> tupl
     x = torch.rand(side, side, device=device).to(dtype)
     tiny = torch.rand(1, 1, device=device).to(dtype)
     if op == "scale":
-        return (lambda: x.mul_(1.0)), (lambda: tiny.mul_(1.0)), 2 * n * e
+        return (lambda: x.mul_(1.0)), (lambda: tiny.mul_(1.0)), 2 * n * e, x
     if op == "mask":
         mask = torch.ones(side, side, dtype=torch.bool, device=device).triu_(1)
         one_mask = torch.zeros(1, 1, dtype=torch.bool, device=device)
@@ -150,6 +162,7 @@ def pass_calls(op: str, dtype: torch.dtype, footprint: int, device: str) -> tupl
             (lambda: x.masked_fill_(mask, float("-inf"))),
             (lambda: tiny.masked_fill_(one_mask, float("-inf"))),
             2 * n * e + n,
+            x,
         )
     wide = torch.empty(side, side, dtype=torch.float32, device=device)
     one_wide = torch.empty(1, 1, dtype=torch.float32, device=device)
@@ -158,8 +171,9 @@ def pass_calls(op: str, dtype: torch.dtype, footprint: int, device: str) -> tupl
             (lambda: torch.softmax(x, -1, dtype=torch.float32, out=wide)),
             (lambda: torch.softmax(tiny, -1, dtype=torch.float32, out=one_wide)),
             float(n),
+            x,
         )
-    return (lambda: x.copy_(wide)), (lambda: tiny.copy_(one_wide)), n * (4 + e)
+    return (lambda: x.copy_(wide)), (lambda: tiny.copy_(one_wide)), n * (4 + e), wide
 
 
 def pass_ops(dtype: str) -> tuple[str, ...]:
@@ -167,12 +181,11 @@ def pass_ops(dtype: str) -> tuple[str, ...]:
     return ("scale", "mask", "softmax", "cast") if two_bytes else ("scale", "mask", "softmax")
 
 
-def flushed_seconds(device: str, call: Callable, flush: torch.Tensor) -> float:
-    """The median time of ``call`` timed by itself, the caches emptied before each call (as
-    the stage timer's cold passes do)."""
+def single_seconds(device: str, call: Callable, before: Callable) -> float:
+    """The median time of ``call`` timed by itself, ``before`` run (untimed) before each."""
     times = []
-    for _ in range(FLUSHED_CALLS):
-        empty_caches(flush)
+    for _ in range(SINGLE_CALLS):
+        before()
         if device == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
@@ -181,6 +194,14 @@ def flushed_seconds(device: str, call: Callable, flush: torch.Tensor) -> float:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def product_into(x: torch.Tensor) -> Callable:
+    """A Q·Kᵀ product (d = 64) writing all of the T×T tensor ``x``, as scores writes S."""
+    side = x.shape[-1]
+    q = torch.randn(x.shape[0], 64, device=x.device).to(x.dtype)
+    k_t = torch.randn(side, 64, device=x.device).to(x.dtype).transpose(0, 1)
+    return lambda: torch.matmul(q, k_t, out=x)
 
 
 def pass_rates(
@@ -196,13 +217,18 @@ def pass_rates(
     for dtype in dtypes:
         for op in pass_ops(dtype):
             for place, footprint in footprints.items():
-                call, fixed, amount = pass_calls(op, dtype_of(dtype), footprint, device)
+                call, fixed, amount, x = pass_calls(op, dtype_of(dtype), footprint, device)
                 whole, _, data = warm_times(device, call, fixed)
                 found.append(pass_entry(dtype, op, place, footprint, whole, data, amount))
                 if place == "inside":
-                    whole = flushed_seconds(device, call, flush)
-                    data = whole - fixed_us[OP_KIND[op]] / 1e6
-                    found.append(pass_entry(dtype, op, "flushed", footprint, whole, data, amount))
+                    fixed_s = fixed_us[OP_KIND[op]] / 1e6
+                    whole = single_seconds(device, call, lambda: empty_caches(flush))
+                    found.append(pass_entry(dtype, op, "flushed", footprint, whole, whole - fixed_s, amount))
+                    if op in HANDED_OPS:
+                        whole = single_seconds(device, call, product_into(x))
+                        found.append(
+                            pass_entry(dtype, op, "handed", footprint, whole, whole - fixed_s, amount)
+                        )
     return found
 
 
@@ -217,7 +243,7 @@ def pass_entry(
         "time_us": whole * 1e6,
         "per_s": amount / data if data > 0 else None,
         "unit": "elements" if op == "softmax" else "bytes",
-        "method": FLUSHED_METHOD if place == "flushed" else PASS_METHOD,
+        "method": {"flushed": FLUSHED_METHOD, "handed": HANDED_METHOD}.get(place, PASS_METHOD),
     }
 
 
@@ -232,9 +258,9 @@ def fixed_costs(device: str, threads: int) -> dict[str, float]:
         "masked_fill": pass_calls("mask", torch.float32, side * side * 5, device),
         "softmax": pass_calls("softmax", torch.float32, side * side * 8, device),
     }
-    timed = time_stages([(kind, call) for kind, (call, _, _) in calls.items()], device)
+    timed = time_stages([(kind, found[0]) for kind, found in calls.items()], device)
     found = {}
-    for row, (kind, (call, tiny, _)) in zip(timed, calls.items(), strict=True):
+    for row, (kind, (call, tiny, *_)) in zip(timed, calls.items(), strict=True):
         data = warm_times(device, call, tiny)[2]
         found[kind] = max(0.0, row["time_ms"] / 1e3 - data) * 1e6
     return found

@@ -22,8 +22,12 @@ exponential and product rates (docs/predictions.md gives the figures).
 Which share the cache holds: all of the stage's hand-off while its footprint (the T×T tensors
 it touches) fits in half the largest cache, none past the whole cache, and linearly in
 between (the same edges as the roofline's band, kernels.study.predict.served, read as one
-expected value). Warm, that share runs at the operation's rate inside the cache; cold (the
-caches emptied first), at its rate from DRAM into a cache with room (``flushed``), which
+expected value). Warm, that share runs at the operation's rate inside the cache, or where a
+matrix product wrote the stage's input just before (scale after scores), at its rate on data
+a product hands it (``handed``: the product splits its output between the threads otherwise
+than a pass does, so on a machine whose cores do not share one cache part of it comes from
+another core's); cold (the caches emptied first), at its rate from DRAM into a cache with
+room (``flushed``), which
 differs from its rate past the cache where the operation's temporaries outgrow what the
 allocator keeps (torch's float16 softmax into float32 on a CPU: a fresh buffer each call
 past glibc's 32 MiB mmap threshold, page faults and all). The cast into P follows the softmax
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 from kernels.study import cost
 from kernels.study.point import Point
 from kernels.study.predict import RESIDENT_SHARE
-from kernels.study.stage_cost import StageCost
+from kernels.study.stage_cost import StageCost, stage_names
 
 KIND = {
     "scores": "product",
@@ -130,14 +134,24 @@ def cache_share(footprint: float, cache_bytes: int | None) -> float:
     return (cache_bytes - footprint) / (cache_bytes - half)
 
 
-def pass_seconds(ops: Ops, dtype: str, op: str, amount: float, share: float, *, cold: bool) -> float | None:
-    """``amount`` at the operation's rates: ``share`` of it where the cache holds it (warm:
-    in cache; cold: from DRAM into a cache with room), the rest past the cache."""
+def pass_seconds(ops: Ops, dtype: str, op: str, amount: float, share: float, *, held_at: str) -> float | None:
+    """``amount`` at the operation's rates: ``share`` of it where the cache holds it (at the
+    rate of place ``held_at``: inside, handed or flushed), the rest past the cache."""
     past = ops.passes.get((dtype, op, "past"))
     if past is None:
         return None
-    held = ops.passes.get((dtype, op, "flushed" if cold else "inside")) or past
+    held = ops.passes.get((dtype, op, held_at)) or ops.passes.get((dtype, op, "inside")) or past
     return share * amount / held + (1 - share) * amount / past
+
+
+def held_place(stage: str, point: Point, *, cold: bool) -> str:
+    """Where a pass finds the share of its input the cache holds: flushed (cold), handed (warm,
+    right after a product, which split its output between the threads otherwise) or inside."""
+    if cold:
+        return "flushed"
+    chain = stage_names(point)
+    before = chain[chain.index(stage) - 1] if stage in chain and chain.index(stage) > 0 else None
+    return "handed" if before in PRODUCT_SHAPE else "inside"
 
 
 def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = False) -> dict | None:
@@ -159,13 +173,14 @@ def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = Fal
 def pass_data_seconds(stage: StageCost, point: Point, ops: Ops, share: float, cold: bool) -> float | None:
     """The data time of scale, mask or softmax (with its cast for a 2-byte dtype)."""
     n = point.groups * point.tokens**2
+    held_at = held_place(stage.stage, point, cold=cold)
     if stage.stage == "softmax":
-        found = pass_seconds(ops, point.dtype, "softmax", n, share, cold=cold)
+        found = pass_seconds(ops, point.dtype, "softmax", n, share, held_at=held_at)
         if found is None or point.e == 4:
             return found
-        cast = pass_seconds(ops, point.dtype, "cast", n * (4 + point.e), share, cold=False)
+        cast = pass_seconds(ops, point.dtype, "cast", n * (4 + point.e), share, held_at="inside")
         return None if cast is None else found + cast + ops.fixed_s.get("elementwise", 0.0)
-    return pass_seconds(ops, point.dtype, PASS_OP[stage.stage], stage.bytes, share, cold=cold)
+    return pass_seconds(ops, point.dtype, PASS_OP[stage.stage], stage.bytes, share, held_at=held_at)
 
 
 def product_seconds(point: Point, flops: float, ceilings: dict) -> float:
