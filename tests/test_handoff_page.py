@@ -369,3 +369,80 @@ def test_the_page_holds_the_ceilings_to_their_schema(tmp_path, change, field):
     path.write_text(json.dumps({k: v for k, v in CEILINGS.items() if k != "levels"}))
     with pytest.raises(InputError, match="levels"):
         read("ceilings", path)
+
+
+# --- the answers first (reports.pages.handoff_answers) ---
+
+
+def with_expected(timed: pd.DataFrame, ratios: dict[str, float]) -> pd.DataFrame:
+    """predictions(timed) with expected times: each stage's warm time over ``ratios[stage]``,
+    cold likewise, and a fixed cost of 1 µs (every stage's data dominates but at T = 256
+    for the one given a larger fixed cost)."""
+    found = predictions(timed)
+    mine = found["target"] == "this machine"
+    merged = found[mine].merge(
+        timed[[*handoff.KEY, "stage", "time_ms", "cold_time_ms"]], on=[*handoff.KEY, "stage"]
+    )
+    found.loc[mine, "expected_warm_ms"] = (merged["time_ms"] / merged["stage"].map(ratios)).to_numpy()
+    found.loc[mine, "expected_cold_ms"] = (merged["cold_time_ms"] / merged["stage"].map(ratios)).to_numpy()
+    found.loc[mine, "expected_fixed_ms"] = 1e-3
+    return found
+
+
+OPS = {
+    "products": [
+        {"dtype": "float32", "head_dim": 64, "shape": s, "place": place, "tokens": t, "flops_per_s": r}
+        for s in ("qk", "pv")
+        for place, t, r in (("short", 256, 61.3e9), ("inside", 512, 93.7e9), ("past", 2048, 88.1e9))
+    ],
+    "passes": [
+        {"dtype": "float32", "op": op, "place": place, "per_s": r}
+        for op, rates in {"scale": (41.7e9, 9.3e9), "softmax": (2.31e9, 2.17e9)}.items()
+        for place, r in zip(("inside", "past"), rates, strict=True)
+    ],
+    "fixed_us": {"elementwise": 1.0, "product": 1.0, "softmax": 1.0, "masked_fill": 1.0},
+}
+
+
+def test_the_answers_say_what_bounds_each_stage_from_the_operation_rates(timed):
+    from reports.pages import handoff_answers as answers
+
+    ratios = {"scores": 1.1, "scale": 1.6, "softmax": 0.9, "pv": 1.04}
+    v = view(timed, with_expected(timed, ratios), CEILINGS | {"ops": OPS})
+    said = answers.stage_answers(v, CEILINGS | {"ops": OPS})
+    lines = said.splitlines()
+    assert "T = 2,048" in lines[0] and len(lines) == 5
+    assert "**scores**" in lines[1] and "bound by its matrix products" in lines[1]
+    assert "61.3 GFLOP/s at T = 256 (the sweep's shortest), 93.7 GFLOP/s at T = 512" in lines[1]
+    # scale's rate inside (41.7) is over 1.5 times its rate past (9.3): memory; softmax's not
+    assert "**scale**" in lines[2] and "bound by memory once S + P outgrow the cache" in lines[2]
+    assert "**softmax**" in lines[3] and "bound by its own arithmetic" in lines[3]
+    # the rate reached: scale moves 8·T² bytes in 1e-6·T² ms, less the 1 µs fixed cost
+    t = 2048
+    reached = 8 * t * t / ((1e-6 * t * t - 1e-3) / 1e3) / 1e9
+    assert f"it reached {number(reached)} GB/s with its fixed cost taken out" in lines[2]
+    assert "warm it took 1.6× its expected time, cold 1.6×" in lines[2]
+    accuracy = answers.accuracy_text(v)
+    # scale's 8 measurements (4 lengths, warm and cold) miss the ±25 % band, the other 24 hold
+    assert "24 of 32 stage times (warm and cold) within ±25% of expected" in accuracy
+    assert "worst: scale" in accuracy
+    table = answers.accuracy_table(v)
+    assert len(table) == 16 and table["warm_ratio"].round(6).isin([1.1, 1.6, 0.9, 1.04]).all()
+    fig = answers.accuracy_figure(v)
+    assert [ax.get_title() for ax in fig.axes] == ["scores", "scale", "softmax", "pv"]
+
+
+def test_the_cache_answer_reads_the_largest_cache_against_dram():
+    from reports.pages import handoff_answers as answers
+
+    v = view()
+    said = answers.cache_answer(v, CEILINGS)
+    assert said.startswith("**Can this machine's caches serve the hand-off?** yes:")
+    assert "the L3 copies at 40 GB/s, DRAM at 9 GB/s, 4.44× faster" in said
+    assert "S + P fill the L3 (4 MiB) at T ≈ 724 in float32" in said
+    slow = CEILINGS | {"levels": [CEILINGS["levels"][0] | {"copy_gbps": 10.1}, CEILINGS["levels"][1]]}
+    assert "hardly: the L3 copies at 10.1 GB/s, DRAM at 9 GB/s (only 1.12×)" in answers.cache_answer(v, slow)
+    assert "give no copy rate" in answers.cache_answer(v, CEILINGS | {"levels": []})
+    # no expected times (ceilings without operation rates): said, not left blank
+    assert "no stage has both a measured and an expected time" in answers.accuracy_text(v)
+    assert answers.accuracy_figure(v) is None and answers.stage_answers(v, CEILINGS) == ""

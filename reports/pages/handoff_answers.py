@@ -24,6 +24,7 @@ HARDLY = 1.25  # a cache copying less than this many times DRAM's rate hardly se
 EXPECTED = ["expected_warm_ms", "expected_cold_ms", "expected_fixed_ms"]
 OP_OF_STAGE = {"scale": "scale", "mask": "mask", "softmax": "softmax"}
 SHAPE_OF_STAGE = {"scores": "qk", "pv": "pv"}
+CHAIN = ("scores", "scale", "mask", "softmax", "pv")  # torch_naive's stages in the order they run
 
 
 def checked(v: View) -> pd.DataFrame:
@@ -54,33 +55,40 @@ def _pass_rates(ceilings: dict, dtype: str, op: str) -> dict[str, float]:
     }
 
 
-def _product_rates(ceilings: dict, dtype: str, head_dim: int, shape: str) -> dict[str, float]:
+def _product_rates(ceilings: dict, dtype: str, head_dim: int, shape: str) -> dict[str, tuple[int, float]]:
+    """place → (T, FLOP/s) of the products the ceilings timed in this shape."""
     return {
-        p["place"]: p["flops_per_s"]
+        p["place"]: (p["tokens"], p["flops_per_s"])
         for p in _ops(ceilings).get("products") or []
         if p["dtype"] == dtype and p["head_dim"] == head_dim and p["shape"] == shape and p.get("flops_per_s")
     }
 
 
-def _bound_words(stage: str, case: pd.Series, ceilings: dict) -> tuple[str, str, float | None]:
-    """(what bounds the stage, the rates that say so, the rate its data part runs at past the
-    cache, in the unit the stage's measured rate has: FLOP/s or bytes/s) from the ceilings'
-    operation rates."""
+PLACE_WORDS = {"short": "the sweep's shortest", "inside": "inside the cache", "past": "past it"}
+
+
+def _bound_words(stage: str, case: pd.Series, ceilings: dict) -> tuple[str, str]:
+    """(what bounds the stage, the rates that say so) from the ceilings' operation rates: a
+    pass whose rate inside the cache is more than 1.5 times its rate past it is bound by
+    memory once S + P outgrow the cache; one whose rates are alike, by its own arithmetic."""
     if stage in SHAPE_OF_STAGE:
         rates = _product_rates(ceilings, case["dtype"], int(case["head_dim"]), SHAPE_OF_STAGE[stage])
-        said = ", ".join(f"{number(r / 1e9)} GFLOP/s {place} the cache" for place, r in rates.items())
-        return "its matrix products", f"the ceilings timed this product at {said}", rates.get("past")
+        said = ", ".join(
+            f"{number(r / 1e9)} GFLOP/s at T = {t:,} ({PLACE_WORDS.get(place, place)})"
+            for place, (t, r) in sorted(rates.items(), key=lambda item: item[1][0])
+        )
+        return "its matrix products", f"the ceilings timed this product at {said}"
     rates = _pass_rates(ceilings, case["dtype"], OP_OF_STAGE.get(stage, ""))
     if "inside" not in rates or "past" not in rates:
-        return "", "", None
+        return "", ""
     unit = "billion elements" if stage == "softmax" else "GB/s"
     said = (
         f"the ceilings timed it at {number(rates['inside'] / 1e9)} {unit} inside the cache and "
         f"{number(rates['past'] / 1e9)} past it"
     )
     if rates["inside"] > 1.5 * rates["past"]:
-        return "memory once S + P outgrow the cache", said, rates["past"]
-    return "its own arithmetic, whichever memory serves it", said, rates["past"]
+        return "memory once S + P outgrow the cache", said
+    return "its own arithmetic, whichever memory serves it", said
 
 
 def stage_answers(v: View, ceilings: dict) -> str:
@@ -97,7 +105,7 @@ def stage_answers(v: View, ceilings: dict) -> str:
     longest = mine[mine["tokens"] == mine["tokens"].max()].sort_values("order")
     lines = [f"**What bounds each stage here** ({describe(case)}, T = {int(longest['tokens'].iloc[0]):,}):"]
     for _, row in longest.iterrows():
-        bound, said, past = _bound_words(row["stage"], case, ceilings)
+        bound, said = _bound_words(row["stage"], case, ceilings)
         data_s = max((row["time_ms"] - row["expected_fixed_ms"]) / 1e3, 1e-12)
         if row["stage"] in SHAPE_OF_STAGE:
             reached = f"{number(row['flops'] / data_s / 1e9)} GFLOP/s"
@@ -205,7 +213,7 @@ def accuracy_figure(v: View):
     rows = checked(v)
     if rows.empty:
         return None
-    shown = list(dict.fromkeys(rows.sort_values("order")["stage"]))
+    shown = [stage for stage in CHAIN if stage in set(rows["stage"])]
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.6), sharey=True, squeeze=False)
     cases = list(dict.fromkeys(zip(rows["dtype"], rows["causal"], strict=True)))
     colours = dict(zip(cases, sns.color_palette("tab10", len(cases)), strict=True))
