@@ -4,6 +4,7 @@ the time gate and the stage predictions using them."""
 
 import json
 import random
+import re
 
 import pytest
 
@@ -304,3 +305,23 @@ def test_a_handoff_sweep_of_other_shapes_gets_an_expected_time_for_every_stage(t
     assert len(cases) == 16 and len(rows) == 16 * 4 + 8  # four stages, five where causal
     for row in rows:
         assert float(row["expected_warm_ms"]) > 0 and float(row["expected_cold_ms"]) > 0, row
+
+
+def test_the_handoff_shapes_preset_plans_on_machines_with_other_caches(tmp_path):
+    """config/presets/handoff_shapes.yaml, planned (a dry run) for a 32 MiB and a 48 MiB
+    cache: torch_naive at d = 32 and 128, float32 and float16, causal and not, four lengths
+    each, and the ceilings job that times those products."""
+    from workflow_run import ROOT, checkout_copy, snakemake
+
+    workdir = checkout_copy(tmp_path / "plan")
+    preset = [str(ROOT / "config" / f) for f in ("config.yaml", "presets/handoff_shapes.yaml")]
+    for mib in (32, 48):
+        cache = f"cache_bytes={mib << 20}"
+        done = snakemake(workdir, "-n", "-p", "--cores", "2", "--configfile", *preset, "--config", cache)
+        assert done.returncode == 0, done.stderr[-3000:]
+        planned = re.findall(r"points/torch_naive/(float\w+)/B1-H1-T(\d+)-d(\d+)-(causal|full)", done.stdout)
+        cases = {(dtype, int(d), mask) for dtype, _, d, mask in planned}
+        assert len(cases) == 8 and len({(dtype, t) for dtype, t, _, _ in planned}) == 8
+        ceilings = next(line for line in done.stdout.splitlines() if "kernels ceilings" in line)
+        for dtype, d in {(dt, d) for dt, d, _ in cases}:  # each dtype and d the sweep runs
+            assert f" {dtype}:{d}:" in ceilings, ceilings

@@ -215,15 +215,20 @@ def accuracy_figure(v: View):
         return None
     shown = [stage for stage in CHAIN if stage in set(rows["stage"])]
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.6), sharey=True, squeeze=False)
-    cases = list(dict.fromkeys(zip(rows["dtype"], rows["causal"], strict=True)))
+    cases = list(dict.fromkeys(zip(rows["dtype"], rows["head_dim"], rows["causal"], strict=True)))
     colours = dict(zip(cases, sns.color_palette("tab10", len(cases)), strict=True))
+    several_d = rows["head_dim"].nunique() > 1
     for ax, stage in zip(axes[0], shown, strict=True):
         ax.axhspan(1 - BAND, 1 + BAND, color="tab:green", alpha=0.12, lw=0)
         ax.axhline(1, color="tab:green", lw=0.8)
-        for (dtype, causal), colour in colours.items():
-            mine = rows[(rows["stage"] == stage) & (rows["dtype"] == dtype) & (rows["causal"] == causal)]
-            mine = mine.sort_values("tokens")
-            label = f"{dtype}{', causal' if causal else ''}"
+        for (dtype, head_dim, causal), colour in colours.items():
+            mine = rows[
+                (rows["stage"] == stage)
+                & (rows["dtype"] == dtype)
+                & (rows["head_dim"] == head_dim)
+                & (rows["causal"] == causal)
+            ].sort_values("tokens")
+            label = f"{dtype}{f', d = {head_dim}' if several_d else ''}{', causal' if causal else ''}"
             ax.plot(
                 mine["tokens"], mine["warm_ratio"], "o-", color=colour, ms=4, lw=0.8, label=f"{label}, warm"
             )
@@ -261,6 +266,7 @@ def accuracy_table(v: View) -> pd.DataFrame:
     return rows[
         [
             "dtype",
+            "head_dim",
             "causal",
             "tokens",
             "stage",
@@ -272,4 +278,4 @@ def accuracy_table(v: View) -> pd.DataFrame:
             "cold_ratio",
             "expected_fixed_ms",
         ]
-    ].sort_values(["dtype", "causal", "stage", "tokens"], ignore_index=True)
+    ].sort_values(["dtype", "head_dim", "causal", "stage", "tokens"], ignore_index=True)
