@@ -325,3 +325,14 @@ def test_the_handoff_shapes_preset_plans_on_machines_with_other_caches(tmp_path)
         ceilings = next(line for line in done.stdout.splitlines() if "kernels ceilings" in line)
         for dtype, d in {(dt, d) for dt, d, _ in cases}:  # each dtype and d the sweep runs
             assert f" {dtype}:{d}:" in ceilings, ceilings
+
+
+def test_a_product_too_slow_to_time_at_the_length_wanted_is_timed_shorter():
+    """At the rate found so far, a call of 2·T²·d FLOPs over PRODUCT_CALL_MAX_S is timed at
+    the longest multiple of 64 under it (a slow float16 P·V cannot use up the ceilings' time)."""
+    limit = op_rates.PRODUCT_CALL_MAX_S
+    assert op_rates.capped_length(8192, 128, None) == 8192  # nothing timed yet
+    assert op_rates.capped_length(4096, 64, 1e12) == 4096
+    rate = 2.7e9  # FLOP/s
+    capped = op_rates.capped_length(8192, 128, rate)
+    assert capped % 64 == 0 and 2 * capped**2 * 128 / rate <= limit < 2 * (capped + 64) ** 2 * 128 / rate

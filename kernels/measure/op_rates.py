@@ -14,9 +14,8 @@ expected time of a stage (kernels.study.expected); part of the ceilings (``ops``
   ``softmax`` (rows of S into float32: elements per second) and, for a 2-byte dtype,
   ``cast`` (the float32 result into P: bytes read and written). Inside the cache each is also
   timed ``flushed`` (the caches emptied before each call) and ``handed`` (right after a
-  matrix product wrote its input, as scale meets S: the product splits its output between
-  the threads otherwise than a pass does, so part of what the pass reads sits in another
-  core's cache).
+  matrix product wrote its input, as scale meets S: a tensor a product has just written reads
+  back slower than one the pass itself keeps in cache, on the machines we ran).
 - ``fixed_us``: what one call of each kind costs beyond its data when it runs as a stage does,
   alone between other operations and timed by itself (kernels.measure.stages).
 
@@ -39,6 +38,7 @@ PLACES = ("inside", "past")
 INSIDE_SHARE = 0.25  # of the largest cache, the T×T tensor of a product timed inside it
 PAST_FACTOR = 4  # the T×T tensor of a product timed past the largest cache, over that cache
 T_STEP = 64  # product lengths are whole multiples of this
+PRODUCT_CALL_MAX_S = 2.0  # a product timed for the ceilings takes at most about this per call
 PASS_INSIDE_SHARE = 0.5  # of the largest cache, a pass's tensors together
 SINGLE_CALLS = 15  # single calls timed flushed or handed
 HANDED_OPS = ("scale",)  # the passes a product hands its output to in torch_naive's chain
@@ -116,16 +116,22 @@ def product_calls(shape: str, tokens: int, head_dim: int, dtype: torch.dtype, de
 
 def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> list[dict]:
     """One entry per dtype, head dimension, shape and place: ``wanted`` lists the sweep's
-    (dtype, head_dim, shortest, longest) as dicts."""
+    (dtype, head_dim, shortest, longest) as dicts. Lengths in increasing order; one whose call
+    the rate found so far says would take over PRODUCT_CALL_MAX_S is timed at the longest
+    length that does not (``capped`` says so), so that a slow dtype cannot use up the
+    ceilings' time limit."""
     found = []
     for want in wanted:
         dtype = dtype_of(want["dtype"])
         e = torch.empty((), dtype=dtype).element_size()
         lengths = product_lengths(e, cache_bytes, want["shortest"], want["longest"])
         for shape in ("qk", "pv"):
-            for place, tokens in lengths.items():
+            rate = None
+            for place, wanted_tokens in sorted(lengths.items(), key=lambda item: item[1]):
+                tokens = capped_length(wanted_tokens, want["head_dim"], rate)
                 call, fixed, flops = product_calls(shape, tokens, want["head_dim"], dtype, device)
-                whole, alone, data = warm_times(device, call, fixed)
+                whole, _, data = warm_times(device, call, fixed)
+                rate = flops / data if data > 0 else rate
                 found.append(
                     {
                         "dtype": want["dtype"],
@@ -138,8 +144,22 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
                         "flops_per_s": flops / data if data > 0 else None,
                         "method": PRODUCT_METHOD,
                     }
+                    | (
+                        {"capped": f"T = {wanted_tokens:,} wanted, a call of over {PRODUCT_CALL_MAX_S:g} s"}
+                        if tokens != wanted_tokens
+                        else {}
+                    )
                 )
     return found
+
+
+def capped_length(tokens: int, head_dim: int, rate: float | None) -> int:
+    """``tokens``, or the longest multiple of T_STEP whose product (2·T²·d FLOPs) takes at most
+    PRODUCT_CALL_MAX_S at ``rate`` (the rate at the last length timed)."""
+    if not rate or 2 * tokens * tokens * head_dim / rate <= PRODUCT_CALL_MAX_S:
+        return tokens
+    longest = math.sqrt(PRODUCT_CALL_MAX_S * rate / (2 * head_dim))
+    return max(T_STEP, int(longest // T_STEP) * T_STEP)
 
 
 def pass_calls(

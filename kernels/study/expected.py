@@ -24,9 +24,8 @@ it touches) fits in half the largest cache, none past the whole cache, and linea
 between (the same edges as the roofline's band, kernels.study.predict.served, read as one
 expected value). Warm, that share runs at the operation's rate inside the cache, or where a
 matrix product wrote the stage's input just before (scale after scores), at its rate on data
-a product hands it (``handed``: the product splits its output between the threads otherwise
-than a pass does, so on a machine whose cores do not share one cache part of it comes from
-another core's); cold (the caches emptied first), at its rate from DRAM into a cache with
+a product has just written (``handed``, slower than a tensor the pass keeps in cache itself
+on the machines we ran); cold (the caches emptied first), at its rate from DRAM into a cache with
 room (``flushed``), which
 differs from its rate past the cache where the operation's temporaries outgrow what the
 allocator keeps (torch's float16 softmax into float32 on a CPU: a fresh buffer each call
