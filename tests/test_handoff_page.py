@@ -138,8 +138,9 @@ def test_the_bounds_name_the_memory_stage_and_its_rates_on_both_sides_of_the_cac
     assert (
         f"**scale** moved a median {number(warm_in)} GB/s warm and {number(cold_in)} GB/s cold at the 2 "
         f"lengths whose S + P fit in the largest cache, {number(warm_out)} and {number(cold_out)} GB/s at "
-        f"the 2 past it: past the cache its time per byte is {number(warm_in / warm_out)}× (warm) and "
-        f"{number(cold_in / cold_out)}× (cold)"
+        f"the 2 past it (each call's fixed cost included: the ceilings timed none, so at short lengths "
+        f"this compares fixed costs as much as bytes): past the cache its time per byte is "
+        f"{number(warm_in / warm_out)}× (warm) and {number(cold_in / cold_out)}× (cold)"
     ) in said
     assert (
         "**Bound by arithmetic**: scores and pv by the matrix products; softmax by the exponentials." in said
@@ -446,3 +447,15 @@ def test_the_cache_answer_reads_the_largest_cache_against_dram():
     # no expected times (ceilings without operation rates): said, not left blank
     assert "no stage has both a measured and an expected time" in answers.accuracy_text(v)
     assert answers.accuracy_figure(v) is None and answers.stage_answers(v, CEILINGS) == ""
+
+
+def test_across_the_cache_the_rates_leave_the_fixed_cost_out_where_the_ceilings_timed_it(timed):
+    """With the fixed cost of a call known (1 µs here), the GB/s held across the cache are the
+    bytes over the time less it, and the sentence says so."""
+    v = view(timed, with_expected(timed, {"scores": 1.0, "scale": 1.0, "softmax": 1.0, "pv": 1.0}))
+    said = handoff_text.bounds_text(v, CEILINGS)
+    scale = _at(timed, "scale")
+    fit = scale[scale["sp_over_cache"] <= 1]
+    warm_in = (fit["bytes"] / ((fit["time_ms"] - 1e-3) / 1e3) / 1e9).median()
+    assert f"**scale** moved a median {number(warm_in)} GB/s warm" in said
+    assert "(each call's fixed cost of 1 µs, from the ceilings, taken out)" in said

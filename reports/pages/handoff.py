@@ -55,6 +55,9 @@ PREDICTED = [
     "bound_warm_high",
     "bound_cold",
     "largest_cache_bytes",
+    "expected_warm_ms",
+    "expected_cold_ms",
+    "expected_fixed_ms",
 ]
 # what each section shows, for the sentence it shows instead when the study has nothing for it
 empty = sections(
@@ -161,7 +164,7 @@ def view(data) -> View:
     rows = stage_times.iloc[:0].reindex(columns=[*stage_times.columns, *PREDICTED])
     if case is not None:
         rows = of_case(stage_times, case).sort_values(["tokens", "order"], ignore_index=True)
-        mine = predictions[predictions["target"] == THIS_MACHINE][[*KEY, "stage", *PREDICTED]]
+        mine = predictions[predictions["target"] == THIS_MACHINE].reindex(columns=[*KEY, "stage", *PREDICTED])
         rows = (
             rows.merge(mine, on=[*KEY, "stage"], how="left")
             if len(mine)

@@ -138,10 +138,28 @@ def one_side(rows: pd.DataFrame) -> str | None:
     return None
 
 
+def without_fixed_cost(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The rows with their GB/s over the time less each call's fixed cost, where the
+    ceilings measured it (expected_fixed_ms), and the words that say which: across the cache
+    a rate that keeps the fixed cost compares fixed costs at the short lengths, not bytes."""
+    fixed = rows["expected_fixed_ms"] if "expected_fixed_ms" in rows else pd.Series(dtype=float)
+    if fixed.notna().any() and (rows["time_ms"] > fixed).all():
+        data = rows.assign(
+            gbps=rows["bytes"] / ((rows["time_ms"] - fixed) / 1e3) / 1e9,
+            cold_gbps=rows["bytes"] / ((rows["cold_time_ms"] - fixed) / 1e3) / 1e9,
+        )
+        taken = f"{number(fixed.median() * 1e3)} µs"
+        return data, f" (each call's fixed cost of {taken}, from the ceilings, taken out)"
+    return rows, (
+        " (each call's fixed cost included: the ceilings timed none, so at short lengths this "
+        "compares fixed costs as much as bytes)"
+    )
+
+
 def per_byte(rows: pd.DataFrame, stage: str) -> str:
     """A stage's median GB/s inside and past the largest cache, warm and cold, and how its
-    time per byte changed across it."""
-    mine = _stage(rows, stage)
+    time per byte changed across it, with the fixed cost of a call taken out where known."""
+    mine, how = without_fixed_cost(_stage(rows, stage))
     warm, cold = _sides(mine, "gbps"), _sides(mine, "cold_gbps")
     if warm is None or cold is None:
         return f"**{stage}** has no timed length on both sides of the largest cache."
@@ -149,7 +167,7 @@ def per_byte(rows: pd.DataFrame, stage: str) -> str:
     return (
         f"**{stage}** moved a median {number(w_in)} GB/s warm and {number(c_in)} GB/s cold at the "
         f"{n_in} length{'s' * (n_in != 1)} whose S + P fit in the largest cache, {number(w_out)} and "
-        f"{number(c_out)} GB/s at the {n_out} past it: past the cache its time per byte is "
+        f"{number(c_out)} GB/s at the {n_out} past it{how}: past the cache its time per byte is "
         f"{number(w_in / w_out)}× (warm) and {number(c_in / c_out)}× (cold) what it was inside."
     )
 
