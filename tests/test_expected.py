@@ -135,6 +135,9 @@ def test_product_lengths_follow_the_cache_and_the_sweep():
     assert op_rates.product_lengths(4, 256 * MIB, 256, 8192) == {"short": 256, "inside": 4096, "past": 8192}
     assert op_rates.product_lengths(4, 32 * MIB, 16, 100) == {"short": 16, "inside": 100}
     assert op_rates.product_lengths(4, None, 256, 1024) == {"short": 256, "past": 1024}
+    # a ten-million-token sweep times no product whose T×T tensor is over 1 GiB
+    assert op_rates.product_lengths(4, 32 * MIB, 10**7, 10**7) == {"short": 16384}
+    assert op_rates.product_lengths(2, None, 256, 10**7) == {"short": 256, "past": 23168}
 
 
 def test_the_sweeps_products_name_each_dtype_and_head_dim_timed():

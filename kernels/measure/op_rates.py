@@ -9,8 +9,9 @@ expected time of a stage (kernels.study.expected); part of the ceilings (``ops``
   a length no point needs), and the sweep's shortest length (``short``). FLOP/s over the time
   the data takes (the fixed cost of a call taken out, as for the copies).
 - ``passes``: the stages that stream S and P, per dtype, with their tensors inside the largest
-  cache and past it (DRAM): ``scale`` (S ×= c in place: bytes read and written), ``mask`` (S
-  filled with −∞ where a boolean T×T tensor says: S read and written, the mask read),
+  cache and past it (DRAM; only where a stage of the sweep outgrows half the cache):
+  ``scale`` (S ×= c in place: bytes read and written), ``mask`` (S filled with −∞ where a
+  boolean T×T tensor says: S read and written, the mask read),
   ``softmax`` (rows of S into float32: elements per second) and, for a 2-byte dtype,
   ``cast`` (the float32 result into P: bytes read and written). Inside the cache each is also
   timed ``flushed`` (the caches emptied before each call) and ``handed`` (right after a
@@ -39,6 +40,8 @@ INSIDE_SHARE = 0.25  # of the largest cache, the T×T tensor of a product timed 
 PAST_FACTOR = 4  # the T×T tensor of a product timed past the largest cache, over that cache
 T_STEP = 64  # product lengths are whole multiples of this
 PRODUCT_CALL_MAX_S = 2.0  # a product timed for the ceilings takes at most about this per call
+PRODUCT_MAX_BYTES = 1 << 30  # the T×T tensor of a product timed for the ceilings, at most
+PROBE_TOKENS = 512  # a product timed once first, for the rate the first length is capped by
 PASS_INSIDE_SHARE = 0.5  # of the largest cache, a pass's tensors together
 SINGLE_CALLS = 15  # single calls timed flushed or handed
 HANDED_OPS = ("scale",)  # the passes a product hands its output to in torch_naive's chain
@@ -77,7 +80,8 @@ def dtype_of(name: str) -> torch.dtype:
 def product_lengths(e: int, cache_bytes: int | None, shortest: int, longest: int) -> dict[str, int]:
     """The lengths a product is timed at, by place: the sweep's shortest (``short``, where a
     call's threads and blocking differ most), and inside and past the largest cache in whole
-    multiples of T_STEP, clamped to [shortest, longest] (the sweep's); each length once."""
+    multiples of T_STEP, clamped to [shortest, longest] (the sweep's); none whose T×T tensor
+    is over PRODUCT_MAX_BYTES; each length once."""
     if not cache_bytes:
         wanted = {"inside": shortest, "past": longest}
     else:
@@ -85,10 +89,11 @@ def product_lengths(e: int, cache_bytes: int | None, shortest: int, longest: int
             "inside": math.sqrt(INSIDE_SHARE * cache_bytes / e),
             "past": math.sqrt(PAST_FACTOR * cache_bytes / e),
         }
-    found: dict[str, int] = {"short": shortest}
+    most = max(T_STEP, int(math.sqrt(PRODUCT_MAX_BYTES / e)) // T_STEP * T_STEP)
+    found: dict[str, int] = {"short": min(shortest, most)}
     for place, tokens in wanted.items():
         stepped = max(T_STEP, round(tokens / T_STEP) * T_STEP)
-        clamped = min(max(stepped, shortest), longest)
+        clamped = min(max(stepped, shortest), longest, most)
         if clamped not in found.values():
             found[place] = clamped
     return found
@@ -126,7 +131,7 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
         e = torch.empty((), dtype=dtype).element_size()
         lengths = product_lengths(e, cache_bytes, want["shortest"], want["longest"])
         for shape in ("qk", "pv"):
-            rate = None
+            rate = probe_rate(shape, want["head_dim"], dtype, device)
             for place, wanted_tokens in sorted(lengths.items(), key=lambda item: item[1]):
                 tokens = capped_length(wanted_tokens, want["head_dim"], rate)
                 call, fixed, flops = product_calls(shape, tokens, want["head_dim"], dtype, device)
@@ -153,6 +158,22 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
     return found
 
 
+def probe_rate(shape: str, head_dim: int, dtype: torch.dtype, device: str) -> float | None:
+    """FLOP/s of one product at PROBE_TOKENS (the better of two calls): a first rate to cap
+    the first length timed by, however slow the dtype."""
+    call, _, flops = product_calls(shape, PROBE_TOKENS, head_dim, dtype, device)
+    best = math.inf
+    for _ in range(2):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        call()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - started)
+    return flops / best if best > 0 else None
+
+
 def capped_length(tokens: int, head_dim: int, rate: float | None) -> int:
     """``tokens``, or the longest multiple of T_STEP whose product (2·T²·d FLOPs) takes at most
     PRODUCT_CALL_MAX_S at ``rate`` (the rate at the last length timed)."""
@@ -171,8 +192,8 @@ def pass_calls(
     per_element = {"scale": e, "mask": e + 1, "softmax": e + 4, "cast": 4 + e}[op]
     side = max(16, int(math.sqrt(footprint / per_element)) // 16 * 16)
     n = side * side
-    x = torch.rand(side, side, device=device).to(dtype)
-    tiny = torch.rand(1, 1, device=device).to(dtype)
+    x = torch.empty(side, side, dtype=dtype, device=device).uniform_()
+    tiny = torch.empty(1, 1, dtype=dtype, device=device).uniform_()
     if op == "scale":
         return (lambda: x.mul_(1.0)), (lambda: tiny.mul_(1.0)), 2 * n * e, x
     if op == "mask":
@@ -201,19 +222,22 @@ def pass_ops(dtype: str) -> tuple[str, ...]:
     return ("scale", "mask", "softmax", "cast") if two_bytes else ("scale", "mask", "softmax")
 
 
-def single_seconds(device: str, call: Callable, before: Callable) -> float:
-    """The median time of ``call`` timed by itself, ``before`` run (untimed) before each."""
-    times = []
+def single_seconds(device: str, call: Callable, before: Callable) -> tuple[float, float]:
+    """The median time of ``call`` timed by itself, ``before`` run before each, and the
+    median time of ``before`` (what the measurement spent besides)."""
+    times, befores = [], []
     for _ in range(SINGLE_CALLS):
+        started = time.perf_counter()
         before()
         if device == "cuda":
             torch.cuda.synchronize()
-        started = time.perf_counter()
+        middle = time.perf_counter()
         call()
         if device == "cuda":
             torch.cuda.synchronize()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        times.append(time.perf_counter() - middle)
+        befores.append(middle - started)
+    return statistics.median(times), statistics.median(befores)
 
 
 def product_into(x: torch.Tensor) -> Callable:
@@ -242,13 +266,13 @@ def pass_rates(
                 found.append(pass_entry(dtype, op, place, footprint, whole, data, amount))
                 if place == "inside":
                     fixed_s = fixed_us[OP_KIND[op]] / 1e6
-                    whole = single_seconds(device, call, lambda: empty_caches(flush))
-                    found.append(pass_entry(dtype, op, "flushed", footprint, whole, whole - fixed_s, amount))
+                    whole, before = single_seconds(device, call, lambda: empty_caches(flush))
+                    entry = pass_entry(dtype, op, "flushed", footprint, whole, whole - fixed_s, amount)
+                    found.append(entry | {"before_us": before * 1e6})
                     if op in HANDED_OPS:
-                        whole = single_seconds(device, call, product_into(x))
-                        found.append(
-                            pass_entry(dtype, op, "handed", footprint, whole, whole - fixed_s, amount)
-                        )
+                        whole, before = single_seconds(device, call, product_into(x))
+                        entry = pass_entry(dtype, op, "handed", footprint, whole, whole - fixed_s, amount)
+                        found.append(entry | {"before_us": before * 1e6})
     return found
 
 
@@ -286,11 +310,20 @@ def fixed_costs(device: str, threads: int) -> dict[str, float]:
     return found
 
 
+def stage_footprint(want: dict) -> int:
+    """The most any stage of the sweep's longest point touches at once: softmax's S, its
+    float32 result and P."""
+    e = torch.empty((), dtype=dtype_of(want["dtype"])).element_size()
+    return want["longest"] ** 2 * (2 * e + 4)
+
+
 def measure(device: str, threads: int, wanted: list[dict], cache_bytes: int | None, past_bytes: int) -> dict:
     """Every operation rate the expected times use (the ceilings' ``ops``)."""
     dtypes = list(dict.fromkeys(w["dtype"] for w in wanted)) or ["float32"]
     inside = int(PASS_INSIDE_SHARE * cache_bytes) if cache_bytes else None
     footprints = {"inside": inside, "past": past_bytes} if inside else {"past": past_bytes}
+    if inside and all(stage_footprint(w) <= inside for w in wanted):
+        del footprints["past"]  # no stage of the sweep outgrows half the cache
     fixed_us = fixed_costs(device, threads)
     flush = flush_buffer(device, cache_bytes)
     return {

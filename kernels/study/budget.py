@@ -37,7 +37,6 @@ from kernels.spec import (
     CUDA_FLUSH_BYTES,
     DEFAULT_BLOCK,
     DEFAULT_INTERPRETER_LIMIT,
-    ELEMENT_BYTES,
     FUSED_LAUNCH_CANDIDATES,
     STAGE_FEWEST_PASSES,
     STAGE_FLUSH_FACTOR,
@@ -419,36 +418,18 @@ def ops_seconds(ceilings: dict) -> float:
     """The operations' rates (kernels.measure.op_rates), from the calls the ceilings timed:
     each sampled as the copies are (three calls to start, then blocks for at least
     OP_MIN_SECONDS, at most OP_MAX_SECONDS, seven at least); a flushed or handed pass 15
-    single calls, each after a flush (four times the cache read and written at the DRAM copy
-    rate) or a product writing its input (at the dtype's slowest Q·Kᵀ rate timed)."""
+    single calls, each after what it recorded running before it (a flush, a product)."""
     ops = ceilings.get("ops")
     if not ops:
         return 0.0
-    cache = ops.get("cache_bytes") or 0
-    flush = 2 * STAGE_FLUSH_FACTOR * cache / (ceilings["copy_gbps"] * 1e9)
     total = 0.0
     for entry in (ops.get("products") or []) + (ops.get("passes") or []):
         call = entry["time_us"] / 1e6
-        if entry.get("place") == "flushed":
-            total += 15 * (call + flush)
-        elif entry.get("place") == "handed":
-            total += 15 * (call + handing_seconds(ops, entry))
+        if "before_us" in entry:
+            total += 15 * (call + entry["before_us"] / 1e6)
         else:
             total += 3 * call + max(call, min(OP_MAX_SECONDS, max(OP_MIN_SECONDS, 7 * max(call, 1e-3))))
     return total + 4 * 2 * OP_MIN_SECONDS  # the fixed costs: a chain timed, each call in blocks
-
-
-def handing_seconds(ops: dict, entry: dict) -> float:
-    """One Q·Kᵀ product (d = 64) writing a handed pass's T×T tensor of its footprint."""
-    e = ELEMENT_BYTES[entry["dtype"]]
-    rates = [
-        p["flops_per_s"]
-        for p in ops.get("products") or []
-        if p["dtype"] == entry["dtype"] and p["shape"] == "qk"
-    ]
-    if not rates or not all(rates):
-        return 0.0
-    return 2 * (entry["footprint_bytes"] / e) * 64 / min(rates)
 
 
 def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:

@@ -137,10 +137,10 @@ def pass_seconds(ops: Ops, dtype: str, op: str, amount: float, share: float, *, 
     """``amount`` at the operation's rates: ``share`` of it where the cache holds it (at the
     rate of place ``held_at``: inside, handed or flushed), the rest past the cache."""
     past = ops.passes.get((dtype, op, "past"))
-    if past is None:
-        return None
     held = ops.passes.get((dtype, op, held_at)) or ops.passes.get((dtype, op, "inside")) or past
-    return share * amount / held + (1 - share) * amount / past
+    if held is None or (share < 1 and past is None):
+        return None  # a rate the ceilings did not time (past the cache: no stage of theirs got there)
+    return share * amount / held + (1 - share) * amount / (past or held)
 
 
 def held_place(stage: str, point: Point, *, cold: bool) -> str:
