@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.measure.ceilings import FIXED_CALLS, warm_times
+from kernels.measure.ceilings import warm_times
 from kernels.measure.stages import empty_caches, flush_buffer, time_stages
 
 KINDS = ("elementwise", "product", "softmax", "masked_fill")
@@ -162,16 +162,19 @@ def probe_rate(shape: str, head_dim: int, dtype: torch.dtype, device: str) -> fl
     """FLOP/s of one product at PROBE_TOKENS (the better of two calls): a first rate to cap
     the first length timed by, however slow the dtype."""
     call, _, flops = product_calls(shape, PROBE_TOKENS, head_dim, dtype, device)
-    best = math.inf
-    for _ in range(2):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        call()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - started)
+    best = min(timed_call(device, call) for _ in range(2))
     return flops / best if best > 0 else None
+
+
+def timed_call(device: str, call: Callable) -> float:
+    """Seconds of one call, the device's queue drained before and after (CUDA)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    call()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
 
 
 def capped_length(tokens: int, head_dim: int, rate: float | None) -> int:
@@ -227,16 +230,8 @@ def single_seconds(device: str, call: Callable, before: Callable) -> tuple[float
     median time of ``before`` (what the measurement spent besides)."""
     times, befores = [], []
     for _ in range(SINGLE_CALLS):
-        started = time.perf_counter()
-        before()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        middle = time.perf_counter()
-        call()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - middle)
-        befores.append(middle - started)
+        befores.append(timed_call(device, before))
+        times.append(timed_call(device, call))
     return statistics.median(times), statistics.median(befores)
 
 
@@ -333,5 +328,4 @@ def measure(device: str, threads: int, wanted: list[dict], cache_bytes: int | No
         "passes": pass_rates(device, dtypes, footprints, flush, fixed_us),
         "fixed_us": fixed_us,
         "fixed_method": FIXED_METHOD,
-        "fixed_calls": FIXED_CALLS,
     }
