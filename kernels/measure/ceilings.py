@@ -47,6 +47,7 @@ import torch
 from kernels.measure import caches as cache_levels
 from kernels.measure.provenance import device_name
 from kernels.measure.timing import time_cpu, time_cuda
+from kernels.spec import RATE_MAX_SECONDS, RATE_MIN_SAMPLES, RATE_MIN_SECONDS
 
 COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}  # per tensor, when no cache level is known
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
@@ -56,9 +57,6 @@ GRAIN = 32768  # elements under which torch runs an elementwise op on one thread
 PAST_FACTOR = 4  # DRAM's copy footprint over the last level's total size
 PAST_MIN_BYTES = 64 << 20
 EXP_BYTES = 1 << 20  # the exponentials' footprint when no cache level is known
-LEVEL_MIN_SECONDS = 0.15  # of samples per footprint (CPU)
-LEVEL_MAX_SECONDS = 0.6  # after which a footprint's sampling stops
-LEVEL_MIN_SAMPLES = 7
 SAMPLE_SECONDS = 1e-3  # calls per sample: about this long
 CUDA_GRAPH_REP_MS = 20
 FIXED_CALLS = 64  # one-element calls per block at least: the first after a large copy is cold
@@ -101,7 +99,7 @@ def warm_times(device: str, fn, fixed) -> tuple[float, float, float]:
         alone.append((time.perf_counter() - middle) / fixed_calls)
         data.append(whole[-1] - alone[-1])
         spent = time.perf_counter() - begun
-        if spent >= LEVEL_MAX_SECONDS or (spent >= LEVEL_MIN_SECONDS and len(data) >= LEVEL_MIN_SAMPLES):
+        if spent >= RATE_MAX_SECONDS or (spent >= RATE_MIN_SECONDS and len(data) >= RATE_MIN_SAMPLES):
             return statistics.median(whole), statistics.median(alone), statistics.median(data)
 
 

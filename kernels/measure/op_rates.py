@@ -3,7 +3,7 @@ expected time of a stage (kernels.study.expected); part of the ceilings (``ops``
 
 - ``products``: the two matrix products of attention in each dtype and head dimension the
   sweep times, in the stages' shapes and layout (Q·Kᵀ: T×d by a transposed d×T view, into a
-  T×T tensor; P·V: T×T by T×d), at two lengths: one whose T×T tensor fills a quarter of the
+  T×T tensor; P·V: T×T by T×d), at up to three lengths: one whose T×T tensor fills a quarter of the
   largest cache the job's threads meet (``inside``) and one whose T×T tensor is four times
   that cache (``past``), each clamped to the lengths the sweep runs (a product is not timed at
   a length no point needs), and the sweep's shortest length (``short``). FLOP/s over the time
@@ -33,9 +33,9 @@ import torch
 
 from kernels.measure.ceilings import warm_times
 from kernels.measure.stages import empty_caches, flush_buffer, time_stages
+from kernels.spec import RATE_SINGLE_CALLS
 
 KINDS = ("elementwise", "product", "softmax", "masked_fill")
-PLACES = ("inside", "past")
 INSIDE_SHARE = 0.25  # of the largest cache, the T×T tensor of a product timed inside it
 PAST_FACTOR = 4  # the T×T tensor of a product timed past the largest cache, over that cache
 T_STEP = 64  # product lengths are whole multiples of this
@@ -43,7 +43,6 @@ PRODUCT_CALL_MAX_S = 2.0  # a product timed for the ceilings takes at most about
 PRODUCT_MAX_BYTES = 1 << 30  # the T×T tensor of a product timed for the ceilings, at most
 PROBE_TOKENS = 512  # a product timed once first, for the rate the first length is capped by
 PASS_INSIDE_SHARE = 0.5  # of the largest cache, a pass's tensors together
-SINGLE_CALLS = 15  # single calls timed flushed or handed
 HANDED_OPS = ("scale",)  # the passes a product hands its output to in torch_naive's chain
 OP_KIND = {"scale": "elementwise", "mask": "masked_fill", "softmax": "softmax", "cast": "elementwise"}
 PRODUCT_METHOD = (
@@ -128,7 +127,7 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
     found = []
     for want in wanted:
         dtype = dtype_of(want["dtype"])
-        e = torch.empty((), dtype=dtype).element_size()
+        e = dtype.itemsize
         lengths = product_lengths(e, cache_bytes, want["shortest"], want["longest"])
         for shape in ("qk", "pv"):
             rate = probe_rate(shape, want["head_dim"], dtype, device)
@@ -136,7 +135,8 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
                 tokens = capped_length(wanted_tokens, want["head_dim"], rate)
                 call, fixed, flops = product_calls(shape, tokens, want["head_dim"], dtype, device)
                 whole, _, data = warm_times(device, call, fixed)
-                rate = flops / data if data > 0 else rate
+                measured = flops / data if data > 0 else None
+                rate = measured or rate
                 found.append(
                     {
                         "dtype": want["dtype"],
@@ -146,7 +146,7 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
                         "tokens": tokens,
                         "matrix_bytes": tokens * tokens * e,
                         "time_us": whole * 1e6,
-                        "flops_per_s": flops / data if data > 0 else None,
+                        "flops_per_s": measured,
                         "method": PRODUCT_METHOD,
                     }
                     | (
@@ -191,7 +191,7 @@ def pass_calls(
 ) -> tuple[Callable, Callable, float, torch.Tensor]:
     """(the pass over tensors filling ``footprint`` bytes together, the same on one element,
     its amount: bytes moved, or for the softmax elements; the T×T tensor it reads)."""
-    e = torch.empty((), dtype=dtype).element_size()
+    e = dtype.itemsize
     per_element = {"scale": e, "mask": e + 1, "softmax": e + 4, "cast": 4 + e}[op]
     side = max(16, int(math.sqrt(footprint / per_element)) // 16 * 16)
     n = side * side
@@ -221,7 +221,7 @@ def pass_calls(
 
 
 def pass_ops(dtype: str) -> tuple[str, ...]:
-    two_bytes = torch.empty((), dtype=dtype_of(dtype)).element_size() == 2
+    two_bytes = dtype_of(dtype).itemsize == 2
     return ("scale", "mask", "softmax", "cast") if two_bytes else ("scale", "mask", "softmax")
 
 
@@ -229,7 +229,7 @@ def single_seconds(device: str, call: Callable, before: Callable) -> tuple[float
     """The median time of ``call`` timed by itself, ``before`` run before each, and the
     median time of ``before`` (what the measurement spent besides)."""
     times, befores = [], []
-    for _ in range(SINGLE_CALLS):
+    for _ in range(RATE_SINGLE_CALLS):
         befores.append(timed_call(device, before))
         times.append(timed_call(device, call))
     return statistics.median(times), statistics.median(befores)
@@ -308,7 +308,7 @@ def fixed_costs(device: str, threads: int) -> dict[str, float]:
 def stage_footprint(want: dict) -> int:
     """The most any stage of the sweep's longest point touches at once: softmax's S, its
     float32 result and P."""
-    e = torch.empty((), dtype=dtype_of(want["dtype"])).element_size()
+    e = dtype_of(want["dtype"]).itemsize
     return want["longest"] ** 2 * (2 * e + 4)
 
 

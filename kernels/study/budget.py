@@ -38,6 +38,10 @@ from kernels.spec import (
     DEFAULT_BLOCK,
     DEFAULT_INTERPRETER_LIMIT,
     FUSED_LAUNCH_CANDIDATES,
+    RATE_MAX_SECONDS,
+    RATE_MIN_SAMPLES,
+    RATE_MIN_SECONDS,
+    RATE_SINGLE_CALLS,
     STAGE_FEWEST_PASSES,
     STAGE_FLUSH_FACTOR,
     STAGE_FLUSH_MIN_BYTES,
@@ -383,12 +387,10 @@ def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | Non
     return fixed + timed + call + check + compile_seconds(work, machine) + staged
 
 
-# The ceilings job samples each cache level's copy and the exponentials for 0.15 to 0.6 s
-# each (kernels.measure.ceilings); a machine describes up to three data levels.
+# The ceilings job samples each cache level's copy and the exponentials for RATE_MIN_SECONDS
+# to RATE_MAX_SECONDS each (kernels.measure.ceilings); a machine describes up to three data
+# levels.
 LEVEL_SAMPLING_S = 4 * 0.3
-
-
-OP_MIN_SECONDS, OP_MAX_SECONDS = 0.15, 0.6  # kernels.measure.ceilings' LEVEL_MIN/MAX_SECONDS
 
 
 def ceilings_seconds(machine: Machine) -> float:
@@ -417,7 +419,8 @@ def ceilings_seconds(machine: Machine) -> float:
 def ops_seconds(ceilings: dict) -> float:
     """The operations' rates (kernels.measure.op_rates), from the calls the ceilings timed:
     each sampled as the copies are (three calls to start, then blocks for at least
-    OP_MIN_SECONDS, at most OP_MAX_SECONDS, seven at least); a flushed or handed pass 15
+    RATE_MIN_SECONDS, at most RATE_MAX_SECONDS, RATE_MIN_SAMPLES at least); a flushed or handed
+    pass RATE_SINGLE_CALLS
     single calls, each after what it recorded running before it (a flush, a product)."""
     ops = ceilings.get("ops")
     if not ops:
@@ -426,10 +429,11 @@ def ops_seconds(ceilings: dict) -> float:
     for entry in (ops.get("products") or []) + (ops.get("passes") or []):
         call = entry["time_us"] / 1e6
         if "before_us" in entry:
-            total += 15 * (call + entry["before_us"] / 1e6)
+            total += RATE_SINGLE_CALLS * (call + entry["before_us"] / 1e6)
         else:
-            total += 3 * call + max(call, min(OP_MAX_SECONDS, max(OP_MIN_SECONDS, 7 * max(call, 1e-3))))
-    return total + 4 * 2 * OP_MIN_SECONDS  # the fixed costs: a chain timed, each call in blocks
+            sampled = min(RATE_MAX_SECONDS, max(RATE_MIN_SECONDS, RATE_MIN_SAMPLES * max(call, 1e-3)))
+            total += 3 * call + max(call, sampled)
+    return total + 4 * 2 * RATE_MIN_SECONDS  # the fixed costs: a chain timed, each call in blocks
 
 
 def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:

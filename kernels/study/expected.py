@@ -51,7 +51,6 @@ KIND = {
     "softmax": "softmax",
 }
 PRODUCT_SHAPE = {"scores": "qk", "pv": "pv"}
-PASS_OP = {"scale": "scale", "mask": "mask", "softmax": "softmax"}
 US = 1e-6
 
 
@@ -145,7 +144,7 @@ def pass_seconds(ops: Ops, dtype: str, op: str, amount: float, share: float, *, 
 
 def held_place(stage: str, point: Point, *, cold: bool) -> str:
     """Where a pass finds the share of its input the cache holds: flushed (cold), handed (warm,
-    right after a product, which split its output between the threads otherwise) or inside."""
+    right after a product wrote it) or inside."""
     if cold:
         return "flushed"
     chain = stage_names(point)
@@ -179,7 +178,7 @@ def pass_data_seconds(stage: StageCost, point: Point, ops: Ops, share: float, co
             return found
         cast = pass_seconds(ops, point.dtype, "cast", n * (4 + point.e), share, held_at="inside")
         return None if cast is None else found + cast + ops.fixed_s.get("elementwise", 0.0)
-    return pass_seconds(ops, point.dtype, PASS_OP[stage.stage], stage.bytes, share, held_at=held_at)
+    return pass_seconds(ops, point.dtype, stage.stage, stage.bytes, share, held_at=held_at)
 
 
 def product_seconds(point: Point, flops: float, ceilings: dict) -> float:

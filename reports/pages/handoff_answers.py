@@ -12,6 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.io.tables import REST
+from kernels.spec import ELEMENT_BYTES
 from reports.pages.common import number
 from reports.pages.handoff import CASE, KEY, THIS_MACHINE, View, describe, keyed
 
@@ -22,9 +23,7 @@ FIXED_TIMES = 5  # a stage taking more than this many times its fixed cost: its 
 LOOSE = 2.0  # below that, within this factor
 HARDLY = 1.25  # a cache copying less than this many times DRAM's rate hardly serves anything
 EXPECTED = ["expected_warm_ms", "expected_cold_ms", "expected_fixed_ms"]
-OP_OF_STAGE = {"scale": "scale", "mask": "mask", "softmax": "softmax"}
 SHAPE_OF_STAGE = {"scores": "qk", "pv": "pv"}
-CHAIN = ("scores", "scale", "mask", "softmax", "pv")  # torch_naive's stages in the order they run
 
 
 def checked(v: View) -> pd.DataFrame:
@@ -78,7 +77,7 @@ def _bound_words(stage: str, case: pd.Series, ceilings: dict) -> tuple[str, str]
             for place, (t, r) in sorted(rates.items(), key=lambda item: item[1][0])
         )
         return "its matrix products", f"the ceilings timed this product at {said}"
-    rates = _pass_rates(ceilings, case["dtype"], OP_OF_STAGE.get(stage, ""))
+    rates = _pass_rates(ceilings, case["dtype"], stage)  # a pass is named as its stage
     if "inside" not in rates or "past" not in rates:
         return "", ""
     unit = "billion elements" if stage == "softmax" else "GB/s"
@@ -158,7 +157,7 @@ def cache_answer(v: View, ceilings: dict) -> str:
         )
     text = f"**Can this machine's caches serve the hand-off?** {verdict}."
     if v.case is not None:
-        e = 4 if v.case["dtype"] == "float32" else 2
+        e = ELEMENT_BYTES[v.case["dtype"]]
         crossing = int(np.sqrt(largest["bytes"] / (2 * e)))
         text += (
             f" S + P fill the {largest['level']} ({number(largest['bytes'] / 2**20)} MiB) at "
@@ -213,7 +212,8 @@ def accuracy_figure(v: View):
     rows = checked(v)
     if rows.empty:
         return None
-    shown = [stage for stage in CHAIN if stage in set(rows["stage"])]
+    # in the chain's order: a stage's place in the longest chain timed (causal: with the mask)
+    shown = list(rows.groupby("stage")["order"].max().sort_values().index)
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.6), sharey=True, squeeze=False)
     cases = list(dict.fromkeys(zip(rows["dtype"], rows["head_dim"], rows["causal"], strict=True)))
     colours = dict(zip(cases, sns.color_palette("tab10", len(cases)), strict=True))
