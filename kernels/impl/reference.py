@@ -67,6 +67,27 @@ def torch_naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool)
     return torch_naive_parts(q, k, v, causal)[2]
 
 
+def softmax_wide(s: torch.Tensor, wide: torch.Tensor) -> None:
+    """Rows of S into their softmax in float32, into ``wide`` (allocated once). On a CPU,
+    torch.softmax(S, dtype=float32) of a 2-byte S first converts S into a float32 copy it
+    allocates each call, whose pages are fresh or reused as the allocator's history has it
+    (glibc's dynamic mmap threshold); converting into ``wide`` first runs the same passes to
+    the same bits in memory kept. A GPU's kernel reads the 2-byte S directly."""
+    if s.dtype == wide.dtype or s.device.type != "cpu":
+        torch.softmax(s, dim=-1, dtype=torch.float32, out=wide)
+        return
+    wide.copy_(s)
+    torch.softmax(wide, dim=-1, out=wide)
+
+
+def softmax_into(s: torch.Tensor, wide: torch.Tensor, p: torch.Tensor) -> None:
+    """torch_naive's P = softmax(S) in float32 (``wide``), then cast into P where P is not
+    float32 (``wide`` is not ``p``)."""
+    softmax_wide(s, wide)
+    if wide is not p:
+        p.copy_(wide)
+
+
 def torch_naive_stages(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
 ) -> tuple[list[tuple[str, Callable[[], object]]], torch.Tensor]:
@@ -82,16 +103,11 @@ def torch_naive_stages(
     k_t, scale = k.transpose(-1, -2), 1.0 / math.sqrt(d)
     mask = future_mask(T, q.device) if causal else None
 
-    def softmax() -> None:
-        torch.softmax(s, dim=-1, dtype=torch.float32, out=wide)
-        if wide is not p:
-            p.copy_(wide)
-
     stages = [
         ("scores", lambda: torch.matmul(q, k_t, out=s)),
         ("scale", lambda: s.mul_(scale)),
         ("mask", lambda: s.masked_fill_(mask, float("-inf"))),
-        ("softmax", softmax),
+        ("softmax", lambda: softmax_into(s, wide, p)),
         ("pv", lambda: torch.matmul(p, v, out=o)),
     ]
     return [(name, fn) for name, fn in stages if name != "mask" or causal], o

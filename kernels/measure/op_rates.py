@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import torch
 
+from kernels.impl.reference import softmax_wide
 from kernels.measure.ceilings import warm_times
 from kernels.measure.stages import empty_caches, flush_buffer, time_stages
 from kernels.spec import RATE_SINGLE_CALLS
@@ -212,8 +213,8 @@ def pass_calls(
     one_wide = torch.empty(1, 1, dtype=torch.float32, device=device)
     if op == "softmax":
         return (
-            (lambda: torch.softmax(x, -1, dtype=torch.float32, out=wide)),
-            (lambda: torch.softmax(tiny, -1, dtype=torch.float32, out=one_wide)),
+            (lambda: softmax_wide(x, wide)),
+            (lambda: softmax_wide(tiny, one_wide)),
             float(n),
             x,
         )
