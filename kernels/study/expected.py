@@ -25,12 +25,11 @@ between (the same edges as the roofline's band, kernels.study.predict.served, re
 expected value). Warm, that share runs at the operation's rate inside the cache, or where a
 matrix product wrote the stage's input just before (scale after scores), at its rate on data
 a product has just written (``handed``, slower than a tensor the pass keeps in cache itself
-on the machines we ran); cold (the caches emptied first), at its rate from DRAM into a cache with
-room (``flushed``), which
-differs from its rate past the cache where the operation's temporaries outgrow what the
-allocator keeps (torch's float16 softmax into float32 on a CPU: a fresh buffer each call
-past glibc's 32 MiB mmap threshold, page faults and all). The cast into P follows the softmax
-whose output it reads, so it runs from the cache either way.
+on the machines we ran); cold (the caches emptied first), at its rate from DRAM into a cache
+with room (``flushed``). The stages and these rates run into tensors allocated once (the
+float16 softmax too: kernels.impl.reference.softmax_wide), so no rate holds page faults.
+The cast into P follows the softmax whose output it reads, so it runs from the cache either
+way.
 """
 
 from __future__ import annotations
