@@ -49,6 +49,10 @@ BUILTIN_PACKAGE = "kernels.builtin"
 # What an implementation keeps in memory between its steps: S and P (materialized), S only
 # (softmax statistics from S, then S streamed into P·V) or neither (fused).
 STORES: tuple[str, ...] = ("SP", "S", "none")
+# How an implementation differentiates: AUTOGRAD (its callable returns an O that carries
+# PyTorch's autograd graph), or a module with the backward contract of kernels.impl.autograd
+# (forward_saving, backward, planned_backward_launches, SAVED).
+AUTOGRAD = "autograd"
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # A traffic model: the point → bytes by (kernel, tensor, op), as the interpreter counts them
@@ -92,6 +96,29 @@ class Implementation:
     takes_out: bool = False  # writes the result into ``out=`` itself
     default: bool = False  # in the default sweep
     origin: str = BUILTIN_PACKAGE  # the module that registered it
+    # AUTOGRAD, a backward module ("package.module", see AUTOGRAD), or None: no backward
+    backward: str | None = None
+    no_backward: str | None = None  # why it has none, said where a gradient is asked of it
+    backward_traffic_model: TrafficModel | str | None = None  # the backward's kernels, as issued
+
+    def backward_reason(self) -> str | None:
+        """Why a gradient cannot be taken through it, or None where it can."""
+        if self.backward is not None:
+            return None
+        return self.no_backward or (
+            "it registers no backward (give @implementation(..., backward='package.module') a module "
+            "with forward_saving and backward, or return an O that carries autograd's graph and say "
+            f"backward={AUTOGRAD!r})"
+        )
+
+    def backward_module(self):
+        """The backward's module, imported on first use; None for AUTOGRAD or none."""
+        if self.backward in (None, AUTOGRAD):
+            return None
+        return importlib.import_module(self.backward)
+
+    def backward_model(self) -> TrafficModel | None:
+        return _resolved(self.backward_traffic_model)
 
     @property
     def materialized(self) -> bool:
@@ -142,9 +169,13 @@ def implementation(
     stages: Callable[..., tuple] | str | None = None,
     takes_out: bool = False,
     default: bool = False,
+    backward: str | None = None,
+    no_backward: str | None = None,
+    backward_traffic_model: TrafficModel | str | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register the decorated callable as implementation ``name`` (see the module's doc).
-    ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive."""
+    ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive.
+    ``backward`` defaults to AUTOGRAD for a PyTorch path and to none for a Triton one."""
 
     def register(fn: Callable) -> Callable:
         _builtins()  # ours first: a plugin imported on its own cannot take one of our names
@@ -164,6 +195,9 @@ def implementation(
             takes_out=takes_out,
             default=default,
             origin=origin,
+            backward=backward if backward is not None or triton or no_backward else AUTOGRAD,
+            no_backward=no_backward,
+            backward_traffic_model=backward_traffic_model,
         )
         _check(entry)
         _registered[name] = entry
@@ -210,7 +244,8 @@ def _check(entry: Implementation) -> None:
         raise PluginError(f"{where}: stored_rows={rows!r}; must be a positive integer or None")
     if not callable(entry.run):
         raise PluginError(f"{where}: {entry.run!r} is not callable")
-    for name in ("traffic_model", "launches", "stages"):
+    _check_backward(where, entry)
+    for name in ("traffic_model", "launches", "stages", "backward_traffic_model"):
         ref = getattr(entry, name)
         if ref is not None and not callable(ref) and not (isinstance(ref, str) and ":" in ref):
             raise PluginError(f"{where}: {name} must be a callable or 'module:function'")
@@ -218,6 +253,18 @@ def _check(entry: Implementation) -> None:
             module = ref.partition(":")[0]
             raise PluginError(f"{where}: {name}={ref!r}: no module named {module!r} can be imported")
     _check_signature(where, entry)
+
+
+def _check_backward(where: str, entry: Implementation) -> None:
+    if entry.backward not in (None, AUTOGRAD) and not (
+        isinstance(entry.backward, str) and _module_exists(entry.backward)
+    ):
+        raise PluginError(
+            f"{where}: backward={entry.backward!r}; give {AUTOGRAD!r}, an importable module with "
+            "forward_saving and backward, or None"
+        )
+    if entry.no_backward is not None and (not isinstance(entry.no_backward, str) or entry.backward):
+        raise PluginError(f"{where}: no_backward is a reason (text), given only with no backward")
 
 
 def _module_exists(module: str) -> bool:
@@ -381,6 +428,11 @@ def describe(name: str) -> dict[str, Any]:
     """The facts a record carries, so that tables and reports need no catalog."""
     entry = get(name)
     return {"stores": entry.stores, "triton": entry.triton, "twin": entry.twin, "origin": entry.origin}
+
+
+def backward_names() -> tuple[str, ...]:
+    """The implementations a gradient can be taken through."""
+    return tuple(n for n, i in registered().items() if i.backward is not None)
 
 
 __all__ = [

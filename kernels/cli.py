@@ -414,6 +414,11 @@ def add_build_arguments(cmd: argparse.ArgumentParser) -> None:
         help="also compile the fused kernel's launch candidates (num_warps, num_stages)",
     )
     cmd.add_argument(
+        "--backward",
+        action="store_true",
+        help="also compile each point's backward launches (the paths with a backward module)",
+    )
+    cmd.add_argument(
         "--out", required=True, type=output_file, help="JSON with one record per variant and target"
     )
     cmd.add_argument(
@@ -436,6 +441,7 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--gpu-tests", action="store_true", help="also what the tests marked gpu (tests/test_gpu.py) launch"
     )
+    cmd.add_argument("--backward", action="store_true", help="also each point's backward launches")
     cmd.add_argument(
         "--target",
         nargs="+",
@@ -669,7 +675,12 @@ def run_build(args: argparse.Namespace) -> int:
 
     points, targets = points_and_targets(args)
     result = build.build(
-        points, targets, Path(args.artifacts), progress=print_build_record, candidates=args.candidates
+        points,
+        targets,
+        Path(args.artifacts),
+        progress=print_build_record,
+        candidates=args.candidates,
+        backward=args.backward,
     )
     write_text_atomic(args.out, json.dumps(result, indent=1))
     failed = sum(r["status"] != "ok" for r in result["variants"])
@@ -866,6 +877,7 @@ def run_preflight(args: argparse.Namespace) -> int:
 
     points, targets = points_and_targets(args)
     planned = preflight.study_plan(points) + (preflight.gpu_test_plan() if args.gpu_tests else [])
+    planned += preflight.backward_plan(points) if args.backward else []
     artifacts = Path(args.artifacts) if args.artifacts else None
     found = preflight.preflight(planned, targets, artifacts, usable_threads(args.jobs))
     write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kernels import _compat
 from kernels.build import sass, targets
-from kernels.build.variants import candidate_launches, point_launches
+from kernels.build.variants import backward_launches, candidate_launches, point_launches
 from kernels.impl import mode
 from kernels.impl.triton.launch import Launch
 from kernels.study.point import Point
@@ -181,11 +181,18 @@ def inspect(compiled, ptxas_log: str, target_name: str, stem: Path) -> dict:
 
 
 def build(
-    points: list[Point], target_names: list[str], artifacts: Path, progress=None, candidates: bool = True
+    points: list[Point],
+    target_names: list[str],
+    artifacts: Path,
+    progress=None,
+    candidates: bool = True,
+    backward: bool = False,
 ) -> dict:
-    """Every distinct launch of ``points``, and every launch candidate of the fused kernel,
-    compiled for every target. Returns {"targets", "triton", "points": {point name: [variant
-    ids it launches]}, "candidates": {point name: [candidate variant ids]}, "variants": [records]}."""
+    """Every distinct launch of ``points``, every launch candidate of the fused kernel and,
+    with ``backward``, every launch of each point's backward, compiled for every target.
+    Returns {"targets", "triton", "points": {point name: [variant ids it launches]},
+    "candidates": {point name: [candidate variant ids]}, "backward": {point name: [variant
+    ids]}, "variants": [records]}."""
     import triton
 
     require_compiled_mode()
@@ -203,6 +210,7 @@ def build(
 
     needs = {point.name: ids_of(point_launches(point)) for point in points}
     tried = {point.name: ids for point in points if candidates and (ids := ids_of(candidate_launches(point)))}
+    backs = {point.name: ids for point in points if backward and (ids := ids_of(backward_launches(point)))}
     records = []
     for name in target_names:
         for launch in launches.values():
@@ -215,5 +223,6 @@ def build(
         "triton": triton.__version__,
         "points": needs,
         "candidates": tried,
+        "backward": backs,
         "variants": records,
     }

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kernels import catalog
 from kernels.build import compile as build
-from kernels.build.variants import candidate_launches, case_launches, point_launches
+from kernels.build.variants import backward_launches, candidate_launches, case_launches, point_launches
 from kernels.impl.triton.launch import Launch
 from kernels.study import gpu_checks
 from kernels.study.cases import CUDA_SHAPES, case_key, cases
@@ -28,7 +28,7 @@ from kernels.study.point import Point
 
 @dataclass(frozen=True)
 class Planned:
-    use: str  # measure | candidate | validate | gpu_test
+    use: str  # measure | candidate | backward | validate | gpu_test
     what: str  # the point's name, or the validation case's key
     launch: Launch
 
@@ -40,6 +40,11 @@ def point_plan(points: list[Point], use: str = "measure") -> list[Planned]:
         planned += [Planned(use, point.name, launch) for launch in point_launches(point)]
         planned += [Planned("candidate", point.name, launch) for launch in candidate_launches(point)]
     return planned
+
+
+def backward_plan(points: list[Point]) -> list[Planned]:
+    """Each point's backward launches (kernels.build.variants.backward_launches)."""
+    return [Planned("backward", p.name, launch) for p in points for launch in backward_launches(p)]
 
 
 def validation_plan(groups, dtypes=None, use: str = "validate") -> list[Planned]:

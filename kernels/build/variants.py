@@ -55,6 +55,21 @@ def point_launches(point: Point) -> list[Launch]:
     return impl_launches(point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block)
 
 
+def backward_launches(point: Point) -> list[Launch]:
+    """The launches of one backward of the point's implementation, as its backward module
+    plans them ([] for the torch paths and for a path without a backward module)."""
+    entry = catalog.get(point.impl)
+    module = entry.backward_module() if point.triton else None
+    if module is None:
+        return []
+    q, k, v = meta_qkv(point)
+    given = {"sp_dtype": point.sp_dtype, "max_row_block": point.max_row_block}
+    options = {name: value for name, value in given.items() if name in entry.options and value is not None}
+    return module.planned_backward_launches(
+        q, k, v, causal=point.causal, block_m=point.block_m, block_n=point.block_n, **options
+    )
+
+
 def case_launches(
     impl: str, shape: Shape, dtype: str, causal: bool, block_m: int, block_n: int
 ) -> list[Launch]:

@@ -13,6 +13,8 @@ from kernels.catalog import implementation
     launches="kernels.impl.triton.flash:planned_launches",
     takes_out=True,
     default=True,
+    backward="kernels.impl.triton.flash_backward",
+    backward_traffic_model="kernels.study.flash_backward_cost:as_issued_flash_backward",
 )
 def triton_flash(q, k, v, *, causal, block_m, block_n, out=None, **options):
     """Row max and sum carried across key tiles; exact."""

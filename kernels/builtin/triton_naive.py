@@ -13,6 +13,8 @@ from kernels.catalog import implementation
     stages="kernels.impl.triton.naive:triton_naive_stages",
     takes_out=True,
     default=True,
+    backward="kernels.impl.triton.naive_backward",
+    backward_traffic_model="kernels.study.naive_backward_cost:as_issued_naive_backward",
 )
 def triton_naive(q, k, v, *, causal, block_m, block_n, out=None, **options):
     """S and P are real global tensors, written by one kernel and read back by the next."""

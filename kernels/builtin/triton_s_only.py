@@ -13,6 +13,8 @@ from kernels.catalog import implementation
     stages="kernels.impl.triton.s_only:triton_s_only_stages",
     takes_out=True,
     default=True,
+    backward="kernels.impl.triton.s_only_backward",
+    backward_traffic_model="kernels.study.s_only_backward_cost:as_issued_s_only_backward",
 )
 def triton_s_only(q, k, v, *, causal, block_m, block_n, out=None):
     """S is a real global tensor, read twice (the rows' softmax statistics, then S·V); P is

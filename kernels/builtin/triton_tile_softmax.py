@@ -12,6 +12,10 @@ from kernels.catalog import implementation
     launches="kernels.impl.triton.tile_softmax:planned_launches",
     takes_out=True,
     default=True,
+    no_backward=(
+        "its forward is wrong on purpose (each key tile normalized by its own maximum and sum), so "
+        "there is no gradient of attention to give"
+    ),
 )
 def triton_tile_softmax(q, k, v, *, causal, block_m, block_n, out=None):
     """Each tile normalized by its own max and sum: no statistics carried across tiles."""

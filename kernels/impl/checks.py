@@ -69,21 +69,18 @@ def check_out(out: torch.Tensor | None, q: torch.Tensor) -> None:
         )
 
 
-def backward_implementations() -> tuple[str, ...]:
-    """The implementations whose outputs carry an autograd graph (the Triton kernels have no
-    backward pass yet)."""
-    return tuple(n for n, entry in catalog.registered().items() if not entry.triton)
-
-
-def check_no_grad(impl: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """A Triton implementation has no backward pass: inputs that require gradients (with
-    gradients enabled) are refused rather than answered with an output that has no graph."""
-    if not torch.is_grad_enabled():
-        return
-    wanting = [name for name, t in (("q", q), ("k", k), ("v", v)) if t.requires_grad]
-    if wanting:
+def check_gradient(entry: catalog.Implementation, q, k, v, o: torch.Tensor | None = None) -> None:
+    """A gradient asked of a path that cannot give one is refused, naming why and which can,
+    rather than answered with an output that has no graph. With ``o``: the output of a path
+    said to differentiate through PyTorch's autograd must carry the graph."""
+    named = (("q", q), ("k", k), ("v", v))
+    wanting = ", ".join(f"{name}.requires_grad=True" for name, t in named if t.requires_grad)
+    able = ", ".join(catalog.backward_names())
+    reason = entry.backward_reason()
+    if reason is None and o is not None and o.grad_fn is None:
+        reason = "it returned an O without autograd's graph (detached, or computed outside PyTorch)"
+    if reason is not None:
         raise ValueError(
-            f"{', '.join(f'{name}.requires_grad=True' for name in wanting)}: impl={impl!r} has no "
-            f"backward pass; implementations that support backward: {', '.join(backward_implementations())} "
-            "(or call it under torch.no_grad(), or pass detached tensors)"
+            f"{wanting}: impl={entry.name!r} has no backward: {reason}; implementations with one: "
+            f"{able} (or call it under torch.no_grad(), or pass detached tensors)"
         )

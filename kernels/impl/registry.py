@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from kernels import catalog
-from kernels.impl.checks import check_block, check_no_grad, check_out, check_qkv, dtype_name
+from kernels.impl.autograd import differentiable, wants_gradient
+from kernels.impl.checks import check_block, check_gradient, check_out, check_qkv, dtype_name
 from kernels.spec import DEFAULT_BLOCK
 
 
@@ -60,13 +61,28 @@ def attention(
     bm = check_block("block_m", block_m, DEFAULT_BLOCK)
     bn = check_block("block_n", block_n, DEFAULT_BLOCK)
     if entry.triton:
-        check_no_grad(impl, q, k, v)
         options |= {"block_m": bm, "block_n": bn}
     elif block_m is not None or block_n is not None:
         raise ValueError(f"block_m/block_n apply to Triton implementations only, not impl={impl!r}")
     if options.get("return_intermediates"):
         return entry.run(q, k, v, causal=causal, **options)  # (S, P, O), triton_naive's view
+    if wants_gradient(q, k, v):
+        return _with_gradient(entry, q, k, v, causal, out, options)
     if entry.takes_out:
         return _checked_result(entry, entry.run(q, k, v, causal=causal, out=out, **options), q)
     result = _checked_result(entry, entry.run(q, k, v, causal=causal, **options), q)
     return result if out is None else out.copy_(result)
+
+
+def _with_gradient(entry: catalog.Implementation, q, k, v, causal: bool, out, options: dict):
+    """O with a graph: the path's backward module behind one autograd Function, or PyTorch's
+    own autograd for a path whose O carries it (checked: an O without a graph is refused)."""
+    check_gradient(entry, q, k, v)
+    module = entry.backward_module()
+    if module is not None:
+        bm, bn = options.pop("block_m"), options.pop("block_n")
+        o = differentiable(module, q, k, v, causal, bm, bn, options)
+    else:
+        o = _checked_result(entry, entry.run(q, k, v, causal=causal, **options), q)
+        check_gradient(entry, q, k, v, o)
+    return o if out is None else out.copy_(o)

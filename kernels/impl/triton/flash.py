@@ -12,6 +12,12 @@ then the few that need one — those the causal diagonal crosses and the last, p
 of a T that is not a multiple of BLOCK_N. Tiles a causal block cannot see are never visited.
 ``num_warps`` and ``num_stages`` (software pipelining of the loop's loads) are launch
 options; the build stage compiles every candidate of ``kernels.spec.FUSED_LAUNCH_CANDIDATES``.
+
+With ``STORE_LSE`` (and carried statistics) the kernel also stores each row's log-sum-exp of
+its scores, in base-2 units: LSE = log2 Σ_j exp2(c·log2(e)·S_ij) = log2(e)·logsumexp_j(c·S_ij),
+float32, in a contiguous (B, H, T) tensor. The fused backward (``flash_backward``) rebuilds
+P = exp2(c·log2(e)·S − LSE) from it without a second reduction over the keys. Unset, the
+kernel has no extra load or store.
 """
 
 from __future__ import annotations
@@ -124,6 +130,7 @@ def attention_fwd_kernel(
     K,
     V,
     O,
+    LSE,
     qk_scale_log2,
     s_qb,
     s_qh,
@@ -149,6 +156,7 @@ def attention_fwd_kernel(
     CAUSAL: tl.constexpr,
     CARRY_STATS: tl.constexpr,
     DOT_F32: tl.constexpr,
+    STORE_LSE: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -185,6 +193,8 @@ def attention_fwd_kernel(
         acc = acc / l_i[:, None]
     o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
     tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
+    if STORE_LSE:  # base 2, as the scores above: m_i is in log2 units
+        tl.store(LSE + pid_bh.to(tl.int64) * T + offs_m, m_i + tl.log2(l_i), mask=offs_m < T)
 
 
 def attention_fwd_launch(
@@ -198,15 +208,21 @@ def attention_fwd_launch(
     carry_stats: bool,
     num_warps: int | None = None,
     num_stages: int | None = None,
+    lse: torch.Tensor | None = None,
 ) -> Launch:
     """The launch; ``num_warps`` defaults by register tile size, ``num_stages`` to the
-    deepest pipelining that fits the known targets' shared memory (``default_stages``)."""
+    deepest pipelining that fits the known targets' shared memory (``default_stages``).
+    ``lse``: a contiguous float32 (B, H, T) for the rows' base-2 log-sum-exp (needs
+    ``carry_stats``); None stores none, and O stands in for the pointer the kernel ignores."""
     B, H, T, d = q.shape
+    if lse is not None and not carry_stats:
+        raise ValueError("lse: the log-sum-exp needs carry_stats=True (tile-local sums are not the row's)")
     stages = num_stages or default_stages(block_m, block_n, d, q.element_size())
+    pointers = (q, k, v, o, o if lse is None else lse)
     return Launch(
         attention_fwd_kernel,
         (triton.cdiv(T, block_m), B * H),
-        (q, k, v, o, sm_scale(d) * LOG2E, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T),
+        (*pointers, sm_scale(d) * LOG2E, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
@@ -214,6 +230,7 @@ def attention_fwd_launch(
             CAUSAL=causal,
             CARRY_STATS=carry_stats,
             DOT_F32=dot_in_float32(q.dtype),
+            STORE_LSE=lse is not None,
             # its register tiles: the scores (BLOCK_M × BLOCK_N) and the output (BLOCK_M × d)
             num_warps=num_warps or warps_for(block_m, max(block_n, d)),
             num_stages=stages,

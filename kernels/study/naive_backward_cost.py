@@ -1,0 +1,85 @@
+"""The as-issued traffic and executed FLOPs of triton_naive's materialized backward
+(kernels.impl.triton.naive_backward). Pure Python: no torch, no triton.
+
+Five kernels, keyed as the interpreter's counter keys them:
+
+- ``dp``: as the forward's scores: dO and V loaded for every tile not wholly in the future,
+  dP stored whole (future tiles as 0), B·H·T²·e_sp;
+- ``ds``: P and dP loaded once per pass over a row (one pass, or two where a row is longer
+  than max_row_block), dS stored once;
+- ``dv``, ``dk``: per BLOCK_M key rows, the T×T tensor (P, dS) read down its columns over
+  the query rows streamed (all T, or from the key block's first row when causal), the T×d
+  operand (dO, Q) over the same rows, the gradient stored once;
+- ``dq``: as the forward's pv: dS over each query block's key span, K over the span.
+
+Non-causal with one ds pass the T×T traffic is 7·B·H·T²·e_sp: dP stored once and read by
+ds, P read by ds and dv, dS stored once and read by dq and dk; the forward's is 4·B·H·T²·e_sp.
+"""
+
+from __future__ import annotations
+
+from kernels.study.cost import _key_span, _rows, _scores_tiles, cdiv, next_power_of_2
+
+KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order
+
+
+def _first_query(point, kb: int) -> int:
+    """The first query row a key block streams: 0, or the block's first key when causal."""
+    return kb * point.block_m if point.causal else 0
+
+
+def _ds_passes(point) -> int:
+    return 1 if min(next_power_of_2(point.tokens), point.max_row_block) >= point.tokens else 2
+
+
+def as_issued_naive_backward(point) -> dict[tuple[str, str, str], int]:
+    """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
+    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    block_n, causal, max_row_block, groups, e and e_sp)."""
+    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    do_dp = v_dp = 0  # dp's loads
+    by_rows = cols = 0  # dq: dS over key spans, K over them
+    by_keys = rows_streamed = 0  # dv, dk: P or dS down the columns, dO or Q over the rows
+    for m in range(cdiv(T, point.block_m)):
+        rows, tiles = _rows(point, m), _scores_tiles(point, m)
+        do_dp += rows * d * e * tiles
+        v_dp += min(tiles * point.block_n, T) * d * e
+        span = _key_span(point, m)
+        by_rows += rows * span * e_sp
+        cols += span * d * e
+        streamed = T - _first_query(point, m)
+        by_keys += rows * streamed * e_sp
+        rows_streamed += streamed * d * e
+    tt = T * T * e_sp
+    passes = _ds_passes(point)
+    grad = T * d * e
+    return {
+        ("dp", "DO", "load"): G * do_dp,
+        ("dp", "V", "load"): G * v_dp,
+        ("dp", "DP", "store"): G * tt,
+        ("ds", "P", "load"): G * tt * passes,
+        ("ds", "DP", "load"): G * tt * passes,
+        ("ds", "DS", "store"): G * tt,
+        ("dv", "P", "load"): G * by_keys,
+        ("dv", "DO", "load"): G * rows_streamed,
+        ("dv", "DV", "store"): G * grad,
+        ("dq", "DS", "load"): G * by_rows,
+        ("dq", "K", "load"): G * cols,
+        ("dq", "DQ", "store"): G * grad,
+        ("dk", "DS", "load"): G * by_keys,
+        ("dk", "Q", "load"): G * rows_streamed,
+        ("dk", "DK", "store"): G * grad,
+    }
+
+
+def flops_naive_backward(point) -> int:
+    """FLOPs of the tile products as executed: 2·BLOCK_M·BLOCK_N·d for every tile product a
+    program runs (edge tiles counted whole, skipped ones not), in dp, dv, dq and dk; ds does
+    no tile product. Non-causal with T a multiple of the blocks: 8·B·H·T²·d."""
+    T, bm, bn = point.tokens, point.block_m, point.block_n
+    tiles = 0
+    for m in range(cdiv(T, bm)):
+        tiles += _scores_tiles(point, m)  # dp
+        tiles += cdiv(_key_span(point, m), bn)  # dq
+        tiles += 2 * cdiv(T - _first_query(point, m), bn)  # dv and dk
+    return point.groups * tiles * 2 * bm * bn * point.head_dim

@@ -1,0 +1,78 @@
+"""The as-issued traffic and executed FLOPs of triton_s_only's backward
+(kernels.impl.triton.s_only_backward). Pure Python: no torch, no triton.
+
+Three kernels, keyed as the interpreter's counter keys them:
+
+- ``delta``: O and dO loaded once, D (float32, B·H·T) stored.
+- ``dkdv``: one program per key block; V loaded once for it, dK and dV stored once; for
+  every query block it visits, S's tile, the rows' M, L and D, and the rows of Q and dO.
+- ``dq``: one program per query block; M, L, D and dO loaded once, dQ stored once; for
+  every key block it visits, S's tile and the keys' rows of K and V.
+
+Both visit the same tiles: (m, n) is visited unless it lies wholly in the future (causal),
+i.e. iff n·BLOCK_N < (m + 1)·BLOCK_M. Non-causal, S moves 2·B·H·T²·e_sp (two full loads).
+"""
+
+from __future__ import annotations
+
+from kernels.study.cost import cdiv
+
+STAT_BYTES = 4  # M, L and D are float32
+
+
+def visited(point, m: int, n: int) -> bool:
+    """Whether tile (query block m, key block n) is visited by dkdv and dq."""
+    return not point.causal or n * point.block_n < (m + 1) * point.block_m
+
+
+def _tiles(point):
+    """The visited tiles, each as (m, n, rows, columns), rows and columns inside T."""
+    T, bm, bn = point.tokens, point.block_m, point.block_n
+    for m in range(cdiv(T, bm)):
+        for n in range(cdiv(T, bn)):
+            if visited(point, m, n):
+                yield m, n, min(bm, T - m * bm), min(bn, T - n * bn)
+
+
+def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
+    """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
+    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    block_n, causal, groups, e and e_sp)."""
+    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    s = qrows = krows = 0  # S elements; query rows (dkdv) and key rows (dq) loaded per tile
+    for _, _, rows, cols in _tiles(point):
+        s += rows * cols
+        qrows += rows
+        krows += cols
+    rows_bytes = T * d * e  # one T × d tensor, once
+    return {
+        ("delta", "O", "load"): G * rows_bytes,
+        ("delta", "DO", "load"): G * rows_bytes,
+        ("delta", "Delta", "store"): G * T * STAT_BYTES,
+        ("dkdv", "S", "load"): G * s * e_sp,
+        ("dkdv", "M", "load"): G * qrows * STAT_BYTES,
+        ("dkdv", "L", "load"): G * qrows * STAT_BYTES,
+        ("dkdv", "Delta", "load"): G * qrows * STAT_BYTES,
+        ("dkdv", "Q", "load"): G * qrows * d * e,
+        ("dkdv", "DO", "load"): G * qrows * d * e,
+        ("dkdv", "V", "load"): G * rows_bytes,
+        ("dkdv", "DK", "store"): G * rows_bytes,
+        ("dkdv", "DV", "store"): G * rows_bytes,
+        ("dq", "S", "load"): G * s * e_sp,
+        ("dq", "M", "load"): G * T * STAT_BYTES,
+        ("dq", "L", "load"): G * T * STAT_BYTES,
+        ("dq", "Delta", "load"): G * T * STAT_BYTES,
+        ("dq", "DO", "load"): G * rows_bytes,
+        ("dq", "V", "load"): G * krows * d * e,
+        ("dq", "K", "load"): G * krows * d * e,
+        ("dq", "DQ", "store"): G * rows_bytes,
+    }
+
+
+def flops_s_only_backward(point) -> int:
+    """FLOPs of the tile products as executed: per visited tile, full BLOCK_M × BLOCK_N × d
+    products (padding included): three in dkdv (pᵀ·dO, dO·Vᵀ, dsᵀ·Q), two in dq (dO·Vᵀ,
+    ds·K), 2·BLOCK_M·BLOCK_N·d each. For T a multiple of both blocks that is 10·B·H·T²·d,
+    or 5·B·H·T·(T + max(BLOCK_M, BLOCK_N))·d when causal."""
+    tiles = sum(1 for _ in _tiles(point))
+    return point.groups * tiles * 5 * 2 * point.block_m * point.block_n * point.head_dim
