@@ -9,8 +9,7 @@ import torch
 
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import reference_float64, torch_naive
-
-GRAD_ABS = 1e-5  # the rule's absolute term, as the forward's RTOL_ABS
+from kernels.measure.validate import RTOL_ABS
 
 
 def gradients(fn, q, k, v, do) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -40,7 +39,7 @@ def check_gradients(got, q, k, v, do, causal) -> list[str]:
     for name, g, r, b in zip(("dQ", "dK", "dV"), got, ref, base, strict=True):
         assert g.shape == r.shape and g.dtype == q.dtype, (name, g.shape, g.dtype)
         error = (g.double() - r).abs().max().item()
-        bound = 2 * (b.double() - r).abs().max().item() + GRAD_ABS
+        bound = 2 * (b.double() - r).abs().max().item() + RTOL_ABS
         if not error <= bound:  # NaN breaks it too
             broken.append(f"{name}: error {error:.3g} > bound {bound:.3g}")
     return broken

@@ -16,6 +16,7 @@ from workflow_run import env
 import kernels
 from kernels import catalog
 from kernels.measure.saved import saved_bytes, saved_during
+from kernels.measure.traffic import count_traffic
 from kernels.study.backward_cost import kept_bytes
 from kernels.study.point import Point
 
@@ -154,3 +155,16 @@ def test_what_each_path_keeps_for_its_backward_is_the_model(impl, dtype, causal,
     model = kept_bytes(point)
     assert saved_bytes(saved) == sum(model.values()), (saved, model)
     assert sorted(s["bytes"] for s in saved) == sorted(model.values())
+
+
+@pytest.mark.parametrize("impl", TRITON_PATHS)
+def test_a_backward_through_attention_moves_what_its_registered_model_says(impl):
+    """The backward autograd runs, counted under the interpreter, against the model its
+    registration names (kernels.catalog: backward_traffic_model)."""
+    q, k, v, do = case(1, 2, 45, 16, torch.float16, seed=11)
+    leaves = [t.requires_grad_(True) for t in (q, k, v)]
+    o = kernels.attention(*leaves, impl=impl, causal=True, block_m=16, block_n=32)
+    with count_traffic() as counter:
+        o.backward(do)
+    point = Point(impl, 1, 2, 45, 16, "float16", True, 16, 32)
+    assert counter.by_stage() == dict(catalog.get(impl).backward_model()(point))

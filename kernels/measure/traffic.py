@@ -38,12 +38,14 @@ class TrafficCounter:
     def begin_launch(self, kernel: str, arg_names, args_hst) -> None:
         self._kernel = kernel.removesuffix("_kernel")
         self.launches.append(self._kernel)
-        spans = []
+        found: dict[tuple[int, int], str] = {}
         for name, arg in zip(arg_names, args_hst, strict=False):
             if hasattr(arg, "data_ptr") and arg.numel() > 0:
                 extent = sum((n - 1) * s for n, s in zip(arg.shape, arg.stride(), strict=True)) + 1
-                spans.append((arg.data_ptr(), arg.data_ptr() + extent * arg.element_size(), name))
-        spans.sort()
+                # a tensor passed twice (an unused pointer filled with another argument) is
+                # named as its first argument
+                found.setdefault((arg.data_ptr(), arg.data_ptr() + extent * arg.element_size()), name)
+        spans = sorted((start, end, name) for (start, end), name in found.items())
         self._starts = np.array([s for s, _, _ in spans], dtype=np.uint64)
         self._ends = np.array([e for _, e, _ in spans], dtype=np.uint64)
         self._names = [n for _, _, n in spans]

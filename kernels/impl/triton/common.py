@@ -41,9 +41,10 @@ def dot_in_float32(*dtypes: torch.dtype) -> bool:
     float32 inputs: yes, with IEEE precision (the GPU default would be TF32, far less exact
     than the float32 baseline). bfloat16 under the interpreter: yes, because the interpreter
     multiplies bfloat16 bit patterns as integers; widening bfloat16 to float32 is exact, so
-    the result is what a float32-accumulating tensor core gives.
+    the result is what a float32-accumulating tensor core gives. Operands of two dtypes
+    (a float16 P against bfloat16 V, with sp_dtype): yes, since tl.dot takes one dtype.
     """
-    if torch.float32 in dtypes:
+    if torch.float32 in dtypes or len(set(dtypes)) > 1:
         return True
     return INTERPRET and torch.bfloat16 in dtypes
 

@@ -355,20 +355,13 @@ def dk_kernel(
     tl.store(dk_ptrs, cast(acc, DK.dtype.element_ty), mask=keys[:, None] < T)
 
 
-def _dot_f32(*tensors: torch.Tensor) -> bool:
-    """Tile products in float32 where common.dot_in_float32 asks for it, or where the two
-    operands' dtypes differ (a float32 P against float16 dO, say)."""
-    dtypes = {t.dtype for t in tensors}
-    return dot_in_float32(*dtypes) or len(dtypes) > 1
-
-
 def _tile_options(d: int, block_m: int, block_n: int, causal: bool, warps: int, *operands) -> dict:
     return dict(
         HEAD_DIM=d,
         BLOCK_M=block_m,
         BLOCK_N=block_n,
         CAUSAL=causal,
-        DOT_F32=_dot_f32(*operands),
+        DOT_F32=dot_in_float32(*(t.dtype for t in operands)),
         num_warps=warps,
     )
 
