@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -28,6 +29,7 @@ from kernels.spec import (
     DEVICES,
     DTYPES,
     GPU_TARGETS,
+    GRADIENTS,
     HEAD_DIMS,
     INPUTS,
     JOB_LIMIT_SECONDS,
@@ -265,6 +267,18 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
         "--heads", type=heads_int, default=2, help=f"H for --tokens shapes (at most {MAX_GRID_YZ:,})"
     )
     cmd.add_argument("--inputs", choices=INPUTS, default=DEFAULT_INPUTS, help="what --tokens shapes hold")
+    cmd.add_argument(
+        "--backward",
+        action="store_true",
+        help="also each implementation's gradients dQ, dK, dV against the float64 definition's, on the "
+        "backward cases (with --tokens: on those shapes); a path without a backward is expected to refuse",
+    )
+    cmd.add_argument(
+        "--gradient",
+        choices=GRADIENTS,
+        default="normal",
+        help="the upstream gradient dO of --tokens shapes' backward (large: overflows a float16 dP)",
+    )
     cmd.add_argument("--block-m", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--block-n", type=int, choices=BLOCK_SIZES, default=DEFAULT_BLOCK)
     cmd.add_argument("--seed", type=seed_int, default=0)
@@ -739,11 +753,12 @@ def run_validate(args: argparse.Namespace) -> int:
         )
     else:
         shapes = validate.CUDA_SHAPES if device == "cuda" else validate.CPU_SHAPES
+    backward_shapes = backward_shapes_of(args, shapes, device)
     causals = {"both": (False, True), "true": (True,), "false": (False,)}[args.causal]
     absent = device_absent(device)
     if absent:
-        return validate_unavailable(args, absent, shapes, causals)
-    refuse_validation_too_large(args, shapes, device)
+        return validate_unavailable(args, absent, shapes, causals, backward_shapes)
+    refuse_validation_too_large(args, shapes + backward_shapes, device)
     print(
         f"# validate on {device} ({mode.describe()}), blocks {args.block_m}x{args.block_n}, seed {args.seed}",
         flush=True,
@@ -758,6 +773,8 @@ def run_validate(args: argparse.Namespace) -> int:
         block_n=args.block_n,
         seed=args.seed,
     )
+    cases = dict(args.cases)
+    args.cases["backward_shapes"] = backward_shapes
 
     def progress(result) -> None:
         args.finished.append(result)
@@ -768,7 +785,13 @@ def run_validate(args: argparse.Namespace) -> int:
 
     found = load_json(args.preflight, "--preflight")
     unfit = unfit_cases(found) if found else {}
-    results = validate.validate(unfit=unfit, device=device, progress=progress, **args.cases)
+    results = validate.validate(unfit=unfit, device=device, progress=progress, **cases)
+    if backward_shapes:
+        from kernels.measure.validate_backward import validate_backward
+
+        unfit = unfit_cases(found, "validate_backward") if found else {}
+        cases["shapes"] = backward_shapes
+        results += validate_backward(unfit=unfit, device=device, progress=progress, **cases)
     print(validate.format_table(results))
     print(validate.summary(results))
     with getattr(args, "write_lock", contextlib.nullcontext()):
@@ -797,7 +820,18 @@ def registered_impls(asked: list[str] | None) -> list[str]:
         raise SystemExit(f"--impl: {err}") from None
 
 
-def validate_unavailable(args: argparse.Namespace, reason: str, shapes, causals) -> int:
+def backward_shapes_of(args: argparse.Namespace, shapes, device: str) -> tuple:
+    """--backward's shapes: --tokens' (with --gradient), or the device's backward cases."""
+    from kernels.study.cases import shapes_for
+
+    if not args.backward:
+        return ()
+    if not args.tokens:
+        return shapes_for(device, backward=True)
+    return tuple(dataclasses.replace(shape, gradient=args.gradient) for shape in shapes)
+
+
+def validate_unavailable(args: argparse.Namespace, reason: str, shapes, causals, backward_shapes=()) -> int:
     """cuda asked for without a GPU: every case is written with verdict unavailable and the
     reason, so that the points of the study are recorded as skipped, naming it."""
     from kernels.measure import validate
@@ -812,6 +846,7 @@ def validate_unavailable(args: argparse.Namespace, reason: str, shapes, causals)
         block_m=args.block_m,
         block_n=args.block_n,
         seed=args.seed,
+        backward_shapes=backward_shapes,
     )
     if not args.quiet:
         print(validate.format_table(results))

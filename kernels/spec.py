@@ -53,6 +53,12 @@ REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at onc
 INPUTS: tuple[str, ...] = ("normal", "large")
 DEFAULT_INPUTS = "normal"
 LARGE_INPUT = 61440.0
+# The upstream gradient dO of a backward case. normal: N(0, 1). large: LARGE_GRADIENT·N(0, 1),
+# every element finite in float16 (|dO| < 65,504 below 8 standard deviations), but the products
+# dO·Vᵀ a materialized backward stores as dP pass float16's largest finite value while dQ, dK
+# and dV (linear in dO) stay finite: a float16 dP or dS overflows, the fused paths' do not.
+GRADIENTS: tuple[str, ...] = ("normal", "large")
+LARGE_GRADIENT = 8192.0
 
 # Bounds on what a configuration may ask for. Tokens: 2²⁴ (16,777,216), beyond the longest
 # context any model is trained on; a point that large is still planned and then skipped for

@@ -22,13 +22,13 @@ from kernels.build import compile as build
 from kernels.build.variants import backward_launches, candidate_launches, case_launches, point_launches
 from kernels.impl.triton.launch import Launch
 from kernels.study import gpu_checks
-from kernels.study.cases import CUDA_SHAPES, case_key, cases
+from kernels.study.cases import BACKWARD_CUDA_SHAPES, CUDA_SHAPES, case_key, cases
 from kernels.study.point import Point
 
 
 @dataclass(frozen=True)
 class Planned:
-    use: str  # measure | candidate | backward | validate | gpu_test
+    use: str  # measure | candidate | backward | validate | validate_backward | gpu_test
     what: str  # the point's name, or the validation case's key
     launch: Launch
 
@@ -43,20 +43,26 @@ def point_plan(points: list[Point], use: str = "measure") -> list[Planned]:
 
 
 def backward_plan(points: list[Point]) -> list[Planned]:
-    """Each point's backward launches (kernels.build.variants.backward_launches)."""
-    return [Planned("backward", p.name, launch) for p in points for launch in backward_launches(p)]
+    """Each point's backward launches (kernels.build.variants.backward_launches), and the
+    backward validation of each point's implementation, dtype and blocks (``validate
+    --backward``)."""
+    groups = dict.fromkeys((p.impl, p.dtype, p.block_m, p.block_n) for p in points if p.triton)
+    own = [Planned("backward", p.name, launch) for p in points for launch in backward_launches(p)]
+    return own + validation_plan(groups, use="validate_backward", direction="backward")
 
 
-def validation_plan(groups, dtypes=None, use: str = "validate") -> list[Planned]:
+def validation_plan(groups, dtypes=None, use: str = "validate", direction: str = "forward") -> list[Planned]:
     """Every case validation runs on a GPU for each (impl, dtype, block_m, block_n) group
-    (``dtypes`` given: each group in each of them)."""
+    (``dtypes`` given: each group in each of them); ``direction`` backward: the backward
+    cases of the groups whose path has a backward."""
     planned = []
+    shapes = BACKWARD_CUDA_SHAPES if direction == "backward" else CUDA_SHAPES
     for impl, dtype, block_m, block_n in groups:
-        if not catalog.get(impl).triton:
+        if not catalog.get(impl).triton or (direction == "backward" and catalog.get(impl).backward is None):
             continue
-        for shape, case_dtype, causal in cases(CUDA_SHAPES, dtypes or (dtype,), (False, True)):
-            key = case_key(impl, shape, case_dtype, causal, block_m, block_n)
-            launches = case_launches(impl, shape, case_dtype, causal, block_m, block_n)
+        for shape, case_dtype, causal in cases(shapes, dtypes or (dtype,), (False, True)):
+            key = case_key(impl, shape, case_dtype, causal, block_m, block_n, direction)
+            launches = case_launches(impl, shape, case_dtype, causal, block_m, block_n, direction)
             planned += [Planned(use, key, launch) for launch in launches]
     return planned
 

@@ -58,19 +58,24 @@ COLUMNS = [
     "tensor_core",
     "points",
     "candidate_for",
+    "backward_for",
     "cubin",
 ]
 
 
-def rows(result: dict) -> list[dict]:
+def _users(by_point: dict[str, list[str]]) -> dict[str, list[str]]:
+    """variant id → the points that name it."""
     users: dict[str, list[str]] = {}
-    for point, variants in result["points"].items():
+    for point, variants in by_point.items():
         for variant in variants:
             users.setdefault(variant, []).append(point)
-    tried: dict[str, list[str]] = {}  # the points a variant is a launch candidate of
-    for point, variants in result.get("candidates", {}).items():
-        for variant in variants:
-            tried.setdefault(variant, []).append(point)
+    return users
+
+
+def rows(result: dict) -> list[dict]:
+    users = _users(result["points"])
+    tried = _users(result.get("candidates", {}))  # the points a variant is a launch candidate of
+    backs = _users(result.get("backward", {}))  # the points whose backward launches it
     out = []
     for record in result["variants"]:
         row = {key: record.get(key) for key in COLUMNS}
@@ -81,6 +86,7 @@ def rows(result: dict) -> list[dict]:
         row["tokens_aligned"] = "T" in record["aligned_16"]  # Triton specializes T % 16 == 0
         row["points"] = len(users.get(record["variant"], []))
         row["candidate_for"] = len(tried.get(record["variant"], []))
+        row["backward_for"] = len(backs.get(record["variant"], []))
         row["cubin"] = record.get("artifacts", {}).get("cubin")
         mix = record.get("instructions") or {}
         for key, count in mix.items():
@@ -108,7 +114,7 @@ def build_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     frame[counts] = frame[counts].fillna(0).astype(int).astype(object)
     frame.loc[failed_early, counts] = None
     if records:  # a variant built by several jobs: one row, counting all its points
-        for counted in ("points", "candidate_for"):
+        for counted in ("points", "candidate_for", "backward_for"):
             frame[counted] = frame.groupby(["target", "variant"])[counted].transform("sum")
     frame = frame.drop_duplicates(subset=["target", "variant"])
     return frame.sort_values(["target", "kernel", "variant"]).reset_index(drop=True)

@@ -55,27 +55,43 @@ def point_launches(point: Point) -> list[Launch]:
     return impl_launches(point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block)
 
 
-def backward_launches(point: Point) -> list[Launch]:
-    """The launches of one backward of the point's implementation, as its backward module
-    plans them ([] for the torch paths and for a path without a backward module)."""
-    entry = catalog.get(point.impl)
-    module = entry.backward_module() if point.triton else None
+def impl_backward_launches(
+    impl: str, q, k, v, causal: bool, block_m: int, block_n: int, sp_dtype=None, max_row_block=MAX_ROW_BLOCK
+) -> list[Launch]:
+    """The launches of one backward of a Triton implementation on these inputs, as its
+    backward module plans them ([] for a path without a backward module)."""
+    entry = catalog.get(impl)
+    module = entry.backward_module() if entry.triton else None
     if module is None:
         return []
-    q, k, v = meta_qkv(point)
-    given = {"sp_dtype": point.sp_dtype, "max_row_block": point.max_row_block}
+    given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block}
     options = {name: value for name, value in given.items() if name in entry.options and value is not None}
     return module.planned_backward_launches(
-        q, k, v, causal=point.causal, block_m=point.block_m, block_n=point.block_n, **options
+        q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options
+    )
+
+
+def backward_launches(point: Point) -> list[Launch]:
+    """The launches of one backward of the point's implementation ([] for the torch paths)."""
+    if not point.triton:
+        return []
+    q, k, v = meta_qkv(point)
+    bm, bn = point.block_m, point.block_n
+    return impl_backward_launches(
+        point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block
     )
 
 
 def case_launches(
-    impl: str, shape: Shape, dtype: str, causal: bool, block_m: int, block_n: int
+    impl: str, shape: Shape, dtype: str, causal: bool, block_m: int, block_n: int, direction: str = "forward"
 ) -> list[Launch]:
-    """The launches of one validation case of a Triton implementation."""
+    """The launches of one validation case of a Triton implementation: its forward, or for
+    a backward case the forward that saves and then the backward."""
     q, k, v = meta_inputs(shape, dtype)
-    return impl_launches(impl, q, k, v, causal, block_m, block_n)
+    launches = impl_launches(impl, q, k, v, causal, block_m, block_n)
+    if direction == "backward":
+        launches += impl_backward_launches(impl, q, k, v, causal, block_m, block_n)
+    return launches
 
 
 def candidate_launches(point: Point) -> list[Launch]:

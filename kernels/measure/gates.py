@@ -18,10 +18,13 @@ MEMORY_FRACTION = 0.8  # of the memory available when the point starts
 GIB = float(1 << 30)
 
 
-def validation_failure(results: list[dict] | None) -> str | None:
-    """The implementation's validation results hold an unexpected verdict (or none at all)."""
+def validation_failure(results: list[dict] | None, direction: str = "forward") -> str | None:
+    """The implementation's validation results of this direction (forward, or backward:
+    its gradients) hold an unexpected verdict (or none at all). Rows written before the
+    backward existed carry no direction: they are forward's."""
     if results is None:
         return None
+    results = [r for r in results if r.get("direction", "forward") == direction]
     unexpected = [r for r in results if not r["as_expected"]]
     if not results or unexpected:
         first = unexpected[0] if unexpected else {}

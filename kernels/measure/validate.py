@@ -54,10 +54,15 @@ class Result:
     # pass | fail | error | nonfinite | unavailable (a forced SDPA backend, or the device:
     # cuda without a GPU) | unfit (its launch cannot run on this GPU: the preflight says why)
     # | timeout (the validate job's time limit passed before the case ran)
+    # | refused (backward: the path has none, and said why)
     verdict: str
-    expected: str  # pass | fail | nonfinite
+    expected: str  # pass | fail | nonfinite | refused
     seconds: float
     message: str = ""
+    direction: str = "forward"  # forward | backward (kernels.measure.validate_backward)
+    gradient: str = "normal"  # the backward's upstream gradient (kernels.spec.GRADIENTS)
+    saved_bytes: int | None = None  # backward: bytes autograd kept from the forward, measured
+    saved_model_bytes: int | None = None  # and as kernels.study.backward_cost counts them
 
     @property
     def as_expected(self) -> bool:
@@ -209,7 +214,19 @@ def timed_out(reason: str, finished: list[Result], **cases) -> list[Result]:
 
 
 def _case_of(r: Result) -> tuple:
-    return (r.impl, r.dtype, r.causal, r.batch, r.heads, r.tokens, r.head_dim, r.layout, r.inputs)
+    return (
+        r.direction,
+        r.impl,
+        r.dtype,
+        r.causal,
+        r.batch,
+        r.heads,
+        r.tokens,
+        r.head_dim,
+        r.layout,
+        r.inputs,
+        r.gradient,
+    )
 
 
 def not_run(
@@ -222,8 +239,10 @@ def not_run(
     block_m: int = DEFAULT_BLOCK,
     block_n: int = DEFAULT_BLOCK,
     seed: int = 0,
+    backward_shapes=(),
 ) -> list[Result]:
-    """Every case ``validate`` would run with this ``verdict`` and ``reason`` as its message."""
+    """Every case ``validate`` would run with this ``verdict`` and ``reason`` as its message,
+    and with ``backward_shapes``, every backward case (kernels.measure.validate_backward)."""
     impls = catalog.names() if impls is None else impls
     results = []
     for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
@@ -248,6 +267,12 @@ def not_run(
                     seconds=0.0,
                 )  # fmt: skip
             )
+    if backward_shapes:
+        from kernels.measure.validate_backward import backward_not_run
+
+        results += backward_not_run(
+            reason, verdict, impls, dtypes, causals, backward_shapes, block_m, block_n, seed
+        )
     return results
 
 
@@ -277,6 +302,7 @@ def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdic
 
 HEADER = (
     "impl",
+    "pass",
     "dtype",
     "causal",
     "B",
@@ -299,6 +325,7 @@ def table_row(r: Result) -> tuple[str, ...]:
     mark = "ok" if r.as_expected else "UNEXPECTED"
     return (
         r.impl,
+        r.direction if r.gradient == "normal" else f"{r.direction} (dO {r.gradient})",
         r.dtype,
         str(r.causal).lower(),
         str(r.batch),
@@ -326,6 +353,22 @@ def format_table(results: list[Result]) -> str:
 
 
 def summary(results: list[Result]) -> str:
+    line = _summary([r for r in results if r.direction == "forward"])
+    backward = [r for r in results if r.direction == "backward"]
+    if backward:
+        unexpected = sum(not r.as_expected for r in backward)
+        large = [r for r in backward if r.gradient != "normal"]
+        overflow = sum(r.verdict == "nonfinite" for r in large)
+        foreseen = sum(r.expected == "nonfinite" for r in large)
+        line += (
+            f"\nbackward: {len(backward)} checks: {len(backward) - unexpected} as expected, {unexpected} "
+            f"unexpected; {overflow} with a large dO gave non-finite gradients "
+            f"({foreseen} expected: a stored float16 dP)"
+        )
+    return line
+
+
+def _summary(results: list[Result]) -> str:
     unexpected = sum(not r.as_expected for r in results)
     tile = [r for r in results if r.impl == "triton_tile_softmax"]
     line = f"{len(results)} checks: {len(results) - unexpected} as expected, {unexpected} unexpected"

@@ -17,6 +17,7 @@ class Shape:
     head_dim: int
     layout: str = "contiguous"
     inputs: str = "normal"
+    gradient: str = "normal"  # the backward's upstream gradient dO (kernels.spec.GRADIENTS)
 
 
 # Small enough for the interpreter; T not a multiple of the block, every head dim, and one
@@ -44,8 +45,31 @@ CUDA_SHAPES = (
     Shape(1, 2, 1000, 128, inputs="large"),
 )
 
+# The backward's cases (each path's gradients, kernels.measure.validate_backward): odd T,
+# every head dim, strides, and one case whose products dO·Vᵀ overflow a float16 dP.
+BACKWARD_CPU_SHAPES = (
+    Shape(2, 3, 1, 16),
+    Shape(1, 2, 45, 128),
+    Shape(1, 1, 77, 64),
+    Shape(1, 2, 67, 32, "bthd"),
+    Shape(1, 1, 20, 256),
+    Shape(1, 2, 40, 64, gradient="large"),
+)
+BACKWARD_CUDA_SHAPES = (
+    Shape(2, 3, 1, 64),
+    Shape(2, 3, 257, 128),
+    Shape(1, 2, 300, 16),
+    Shape(1, 2, 300, 32, "bthd"),
+    Shape(1, 2, 300, 256),
+    Shape(1, 4, 1000, 64),
+    Shape(1, 2, 4097, 128),
+    Shape(1, 2, 1000, 128, gradient="large"),
+)
 
-def shapes_for(device: str) -> tuple[Shape, ...]:
+
+def shapes_for(device: str, backward: bool = False) -> tuple[Shape, ...]:
+    if backward:
+        return BACKWARD_CUDA_SHAPES if device == "cuda" else BACKWARD_CPU_SHAPES
     return CUDA_SHAPES if device == "cuda" else CPU_SHAPES
 
 
@@ -55,14 +79,17 @@ def cases(shapes, dtypes, causals) -> list[tuple[Shape, str, bool]]:
     return list(itertools.product(shapes, dtypes, causals))
 
 
-def case_key(impl: str, shape: Shape, dtype: str, causal: bool, block_m, block_n) -> str:
+def case_key(
+    impl: str, shape: Shape, dtype: str, causal: bool, block_m, block_n, direction: str = "forward"
+) -> str:
     """One name for a validation case, the same in the preflight's findings and in
     validation, so that a case the preflight found unlaunchable is left out by name."""
     mask = "causal" if causal else "full"
-    return (
+    key = (
         f"{impl}/{dtype}/B{shape.batch}-H{shape.heads}-T{shape.tokens}-d{shape.head_dim}-{mask}"
         f"-bm{block_m}-bn{block_n}-{shape.layout}-{shape.inputs}"
     )
+    return key if direction == "forward" else f"{key}-backward-dO{shape.gradient}"
 
 
 def unfit_cases(preflight: dict, use: str = "validate") -> dict[str, str]:
