@@ -17,7 +17,9 @@ import kernels
 from kernels import catalog
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.traffic import count_traffic
-from kernels.study.backward_cost import kept_bytes
+from kernels.study.backward_cost import by_tensor, compulsory_backward, convention_flops_backward, kept_bytes
+from kernels.study.flash_backward_cost import flops_flash_backward
+from kernels.study.naive_backward_cost import flops_naive_backward
 from kernels.study.point import Point
 
 TRITON_PATHS = ("triton_naive", "triton_s_only", "triton_flash")
@@ -168,3 +170,45 @@ def test_a_backward_through_attention_moves_what_its_registered_model_says(impl)
         o.backward(do)
     point = Point(impl, 1, 2, 45, 16, "float16", True, 16, 32)
     assert counter.by_stage() == dict(catalog.get(impl).backward_model()(point))
+
+    compulsory = compulsory_backward(point)
+    counted = by_tensor(counter.by_stage())
+    assert set(compulsory) <= set(counted)  # the same tensors, named as the counter names them
+    assert all(counted[key] >= nbytes for key, nbytes in compulsory.items()), (counted, compulsory)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tokens", [64, 77, 130])
+def test_the_compulsory_backward_is_a_floor_of_every_triton_backward(tokens, causal):
+    for impl in TRITON_PATHS:
+        for blocks in ((16, 16), (32, 16), (16, 64)):
+            point = Point(impl, 1, 2, tokens, 32, "bfloat16", causal, *blocks)
+            issued = by_tensor(catalog.get(impl).backward_model()(point))
+            for key, nbytes in compulsory_backward(point).items():
+                assert issued[key] >= nbytes, (impl, blocks, key)
+
+
+def test_the_backwards_t_by_t_traffic_against_its_floor():
+    """Non-causal, T a multiple of the blocks, one softmax pass: the materialized backward
+    moves seven T×T passes against a floor of five (P read by ds and dv, dS by dq and dk), the
+    S-only one two against one (dkdv and dq each read S), the fused one none."""
+    T, e = 256, 2
+    for impl, issued_passes, floor_passes in (
+        ("triton_naive", 7, 5),
+        ("triton_s_only", 2, 1),
+        ("triton_flash", 0, 0),
+    ):
+        point = Point(impl, 1, 1, T, 64, "bfloat16", False, 64, 32)
+        t_by_t = {"P", "DP", "DS", "S"}
+        issued = sum(b for (_, t, _), b in catalog.get(impl).backward_model()(point).items() if t in t_by_t)
+        floor = sum(b for (t, _), b in compulsory_backward(point).items() if t in t_by_t)
+        assert (issued, floor) == (issued_passes * T * T * e, floor_passes * T * T * e), impl
+
+
+def test_executed_flops_against_the_fields_convention():
+    """2.5 × the forward's FLOPs by convention; the materialized backward executes 0.8 of
+    that (four products), ours fused 1.4 (seven: S and P recomputed in both loops)."""
+    naive = Point("triton_naive", 1, 2, 256, 64, "float16", False, 64, 64)
+    flash = Point("triton_flash", 1, 2, 256, 64, "float16", False, 64, 64)
+    assert flops_naive_backward(naive) / convention_flops_backward(naive) == pytest.approx(0.8)
+    assert flops_flash_backward(flash) / convention_flops_backward(flash) == pytest.approx(1.4)

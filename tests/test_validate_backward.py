@@ -161,7 +161,8 @@ PREFLIGHT = textwrap.dedent(
     from kernels.build import preflight
     from kernels.study.point import Point
     point = Point.from_name(sys.argv[1])
-    plan = [p for p in preflight.backward_plan([point]) if p.use == "backward" or "-T300-d256-full-" in p.what]
+    wanted = lambda p: p.use == "backward" or "-T300-d256-full-" in p.what
+    plan = [p for p in preflight.backward_plan([point]) if wanted(p)]
     found = preflight.preflight(plan, ["sm_90"], jobs=2)
     open(sys.argv[2], "w").write(json.dumps(found))
     """
