@@ -1,15 +1,15 @@
 """Validation of every backward: dQ, dK and dV of each path against the float64 definition's.
 
-The rule is the forward's (FlashAttention's), per gradient: max|dX − dX_ref| ≤
-2·max|dX_naive − dX_ref| + 1e-5, with dX_ref from autograd through the float64 definition
-and dX_naive from the standard backward done in the input dtype on torch_naive's P
-(``standard_gradients``: what autograd gives for a softmax whose result is kept in that
-dtype, as FlashAttention's tests' reference keeps it). It is not torch_naive's own autograd:
-that keeps the softmax's float32 result as well (a second T×T tensor, measured in
-saved_bytes), and a path that reads the P it stored in bfloat16 has about twice the error
-in dQ and dK of one reading a float32 P (measured: 84 against 42 on a large-dO case).
-A case passes when all three gradients do. Where the baseline's dP overflows the input
-dtype, dP and dS are kept in float32 in it.
+The rule is FlashAttention's for gradients (FlashAttention-2's tests/test_flash_attn.py),
+per gradient: max|dX − dX_ref| ≤ 3·max|dX_naive − dX_ref| + 1e-5, with dX_ref from autograd
+through the float64 definition and dX_naive from autograd through torch_naive in the input
+dtype; a case passes when all three gradients do. The factor is 3 where the forward's is 2:
+torch_naive's autograd keeps the softmax's float32 result beside P (a second T×T tensor,
+measured in saved_bytes), so a backward that reads the P it stored in bfloat16 — FlashAttention's
+standard backward, triton_naive — has twice its error in dQ and dK by construction (measured:
+84.2 against 41.8 on a large-dO case, and exactly that with torch's own operations on a
+bfloat16 P). Where torch_naive's dP overflows the input dtype, the baseline is the same
+math with dP and dS kept in float32 (``widened_gradients``).
 
 Expected verdicts are computed, as the forward's are: ``refused`` for a path without a
 backward (asking a gradient of it raises, naming why), ``nonfinite`` where the forward's
@@ -30,7 +30,7 @@ import torch
 from kernels import catalog
 from kernels.impl.checks import DTYPES
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import largest_product, reference_float64, torch_naive_parts
+from kernels.impl.reference import largest_product, reference_float64, torch_naive, torch_naive_parts
 from kernels.impl.registry import attention
 from kernels.impl.sdpa import BackendUnavailableError
 from kernels.measure.saved import saved_bytes, saved_during
@@ -41,6 +41,7 @@ from kernels.study.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases
 from kernels.study.point import Point
 
 GRADIENT_NAMES = ("dQ", "dK", "dV")
+GRADIENT_FACTOR = 3.0  # FlashAttention-2's tests hold dQ, dK, dV to 3× the PyTorch error
 Gradients = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
@@ -68,30 +69,25 @@ def reference_gradients(q, k, v, do, causal: bool) -> Gradients:
     return gradients(lambda a, b, c: reference_float64(a, b, c, causal), *wide)[1]
 
 
-def standard_gradients(q, k, v, do, causal: bool, wide: bool = False) -> Gradients:
-    """The standard backward (FlashAttention's Algorithm 3) from torch_naive's P, every
-    stored tensor in the input dtype as PyTorch's autograd keeps them for a softmax taken in
-    that dtype: dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(P∘dP))/√d (taken in float32, then
-    rounded), dQ = dS·K, dK = dSᵀ·Q. ``wide``: dP and dS kept in float32 (where the input
-    dtype's dP overflows)."""
+def widened_gradients(q, k, v, do, causal: bool) -> Gradients:
+    """The standard backward (FlashAttention's Algorithm 3) on torch_naive's P with dP and
+    dS kept in float32 (dV and the results in the input dtype): dV = Pᵀ·dO, dP = dO·Vᵀ,
+    dS = P∘(dP − rowsum(P∘dP))/√d, dQ = dS·K, dK = dSᵀ·Q — the baseline where torch_naive's
+    own dP overflows the input dtype."""
     _, p, _ = torch_naive_parts(q, k, v, causal)
     dv = p.transpose(-1, -2) @ do
-    dp = (do.float() @ v.float().transpose(-1, -2)) if wide else (do @ v.transpose(-1, -2)).float()
     p32 = p.float()
+    dp = do.float() @ v.float().transpose(-1, -2)
     ds = p32 * (dp - (p32 * dp).sum(-1, keepdim=True)) / math.sqrt(q.shape[-1])
-    if wide:
-        return (ds @ k.float()).to(q.dtype), (ds.transpose(-1, -2) @ q.float()).to(q.dtype), dv
-    ds = ds.to(q.dtype)
-    return ds @ k, ds.transpose(-1, -2) @ q, dv
+    return (ds @ k.float()).to(q.dtype), (ds.transpose(-1, -2) @ q.float()).to(q.dtype), dv
 
 
 def baseline_gradients(q, k, v, do, causal: bool) -> Gradients:
-    """The rule's baseline: the standard backward in the input dtype, or where its dP
-    overflows, with dP and dS in float32."""
-    got = standard_gradients(q, k, v, do, causal)
+    """torch_naive's autograd in the input dtype, or where that overflows, widened_gradients."""
+    got = gradients(lambda a, b, c: torch_naive(a, b, c, causal), q, k, v, do)[1]
     if all(torch.isfinite(g).all() for g in got):
         return got
-    return standard_gradients(q, k, v, do, causal, wide=True)
+    return widened_gradients(q, k, v, do, causal)
 
 
 def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -102,7 +98,7 @@ def gradient_errors(got: Gradients, ref: Gradients, base: Gradients) -> list[tup
     """(name, error, bound) of dQ, dK and dV: the rule, gradient by gradient."""
     rows = []
     for name, g, r, b in zip(GRADIENT_NAMES, got, ref, base, strict=True):
-        rows.append((name, _max_abs(g, r), 2.0 * _max_abs(b, r) + RTOL_ABS))
+        rows.append((name, _max_abs(g, r), GRADIENT_FACTOR * _max_abs(b, r) + RTOL_ABS))
     return rows
 
 
