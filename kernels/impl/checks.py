@@ -69,6 +69,10 @@ def check_out(out: torch.Tensor | None, q: torch.Tensor) -> None:
         )
 
 
+class NoBackwardError(ValueError):
+    """A gradient asked of a path that has none (the message says why, and which have one)."""
+
+
 def check_gradient(entry: catalog.Implementation, q, k, v, o: torch.Tensor | None = None) -> None:
     """A gradient asked of a path that cannot give one is refused, naming why and which can,
     rather than answered with an output that has no graph. With ``o``: the output of a path
@@ -80,7 +84,7 @@ def check_gradient(entry: catalog.Implementation, q, k, v, o: torch.Tensor | Non
     if reason is None and o is not None and o.grad_fn is None:
         reason = "it returned an O without autograd's graph (detached, or computed outside PyTorch)"
     if reason is not None:
-        raise ValueError(
+        raise NoBackwardError(
             f"{wanting}: impl={entry.name!r} has no backward: {reason}; implementations with one: "
             f"{able} (or call it under torch.no_grad(), or pass detached tensors)"
         )

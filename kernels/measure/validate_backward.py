@@ -28,7 +28,7 @@ import time
 import torch
 
 from kernels import catalog
-from kernels.impl.checks import DTYPES
+from kernels.impl.checks import DTYPES, NoBackwardError
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import largest_product, reference_float64, torch_naive, torch_naive_parts
 from kernels.impl.registry import attention
@@ -113,9 +113,9 @@ def stored_gradient(impl: str, dtype: str, product: float) -> float | None:
     no dP is stored (S only, fused, PyTorch's SDPA, whose math backend may widen, float32 P)."""
     entry = catalog.get(impl)
     stored_dtype = entry.sp_dtype or dtype
-    if not entry.materialized or impl in SDPA_IMPLEMENTATIONS or stored_dtype == "float32":
+    if not entry.materialized or impl in SDPA_IMPLEMENTATIONS or stored_dtype in ("float32", "float64"):
         return None
-    return product if stored_dtype in DTYPES else None
+    return product
 
 
 def expected_backward(
@@ -128,13 +128,13 @@ def expected_backward(
     if expected_verdict(impl, shape.tokens, block_n, dtype, qk, shape.head_dim) == "nonfinite":
         return "nonfinite"
     stored = stored_gradient(impl, dtype, dov)
-    return "nonfinite" if stored is not None and stored > torch.finfo(DTYPES[dtype]).max else "pass"
+    if stored is None:
+        return "pass"
+    return "nonfinite" if stored > torch.finfo(DTYPES[catalog.get(impl).sp_dtype or dtype]).max else "pass"
 
 
 def modelled_kept(impl, shape: Shape, dtype: str, causal: bool, blocks) -> int | None:
     """The backward model's bytes kept from the forward for this case, where it has one."""
-    if impl not in ("torch_naive", "triton_naive", "triton_s_only", "triton_flash"):
-        return None
     point = Point(impl, shape.batch, shape.heads, shape.tokens, shape.head_dim, dtype, causal, *blocks)
     kept = kept_bytes(point)
     return None if kept is None else sum(kept.values())
@@ -149,10 +149,8 @@ def check_backward(impl, q, k, v, do, causal, ref, base, blocks) -> dict:
         (_, got), saved = _saving(lambda: gradients(run, q, k, v, do))
     except BackendUnavailableError as err:
         return verdict | {"verdict": "unavailable", "message": str(err)}
-    except ValueError as err:
-        if catalog.get(impl).backward_reason() and "has no backward" in str(err):
-            return verdict | {"verdict": "refused", "message": str(err)}
-        return verdict | {"verdict": "error", "message": f"ValueError: {err}"}
+    except NoBackwardError as err:
+        return verdict | {"verdict": "refused", "message": str(err)}
     except Exception as err:  # a crash is a verdict, not the end of the table
         return verdict | {"verdict": "error", "message": f"{type(err).__name__}: {err}"}
     verdict |= {"written": True, "saved_bytes": saved}
