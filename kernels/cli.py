@@ -738,6 +738,11 @@ def print_build_record(record: dict) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     if args.head_dim and not args.tokens:
         raise SystemExit("--head-dim needs --tokens (it replaces the default shapes)")
+    if args.gradient != "normal" and not (args.backward and args.tokens):
+        raise SystemExit(
+            f"--gradient {args.gradient} needs --backward and --tokens (it sets the upstream gradient "
+            "of the --tokens shapes' backward; the default backward cases bring their own)"
+        )
     device = resolve_device(args.device)
     select_mode(device)
     from kernels.impl import mode

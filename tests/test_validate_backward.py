@@ -150,6 +150,14 @@ def test_validate_backward_writes_both_directions_by_schema(tmp_path):
     assert "backward: 2 checks: 2 as expected, 0 unexpected; 1 with a large dO" in done.stdout
 
 
+def test_an_upstream_gradient_without_its_backward_is_refused():
+    for extra in ([], ["--backward"]):
+        done = kernels_cli(
+            "validate", "--device", "cpu", "--impl", "torch_naive", "--gradient", "large", *extra
+        )
+        assert done.returncode != 0 and "--gradient large needs --backward and --tokens" in done.stderr
+
+
 def test_without_a_gpu_every_backward_case_says_why(tmp_path):
     out = tmp_path / "v.json"
     done = kernels_cli(
