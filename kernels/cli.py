@@ -917,7 +917,7 @@ def run_preflight(args: argparse.Namespace) -> int:
 
     points, targets = points_and_targets(args)
     planned = preflight.study_plan(points) + (preflight.gpu_test_plan() if args.gpu_tests else [])
-    planned += preflight.backward_plan(points) if args.backward else []
+    planned += preflight.backward_plan([p for p in points if args.backward or p.backward])
     artifacts = Path(args.artifacts) if args.artifacts else None
     found = preflight.preflight(planned, targets, artifacts, usable_threads(args.jobs))
     write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")

@@ -59,6 +59,10 @@ LARGE_INPUT = 61440.0
 # and dV (linear in dO) stay finite: a float16 dP or dS overflows, the fused paths' do not.
 GRADIENTS: tuple[str, ...] = ("normal", "large")
 LARGE_GRADIENT = 8192.0
+# The pass a sweep point measures. forward: one call. backward: one forward that saves what
+# its path keeps, then the backward from a fresh random dO (timed alone and with the forward).
+PASSES: tuple[str, ...] = ("forward", "backward")
+DEFAULT_PASS = "forward"
 
 # Bounds on what a configuration may ask for. Tokens: 2²⁴ (16,777,216), beyond the longest
 # context any model is trained on; a point that large is still planned and then skipped for

@@ -43,11 +43,17 @@ def point_plan(points: list[Point], use: str = "measure") -> list[Planned]:
 
 
 def backward_plan(points: list[Point]) -> list[Planned]:
-    """Each point's backward launches (kernels.build.variants.backward_launches), and the
+    """Each forward point's backward launches (kernels.build.variants.backward_launches; a
+    backward point's are among its own launches already), and the
     backward validation of each point's implementation, dtype and blocks (``validate
     --backward``)."""
     groups = dict.fromkeys((p.impl, p.dtype, p.block_m, p.block_n) for p in points if p.triton)
-    own = [Planned("backward", p.name, launch) for p in points for launch in backward_launches(p)]
+    own = [
+        Planned("backward", p.name, launch)
+        for p in points
+        if not p.backward
+        for launch in backward_launches(p)
+    ]
     return own + validation_plan(groups, use="validate_backward", direction="backward")
 
 

@@ -47,12 +47,14 @@ def impl_launches(
 
 
 def point_launches(point: Point) -> list[Launch]:
-    """The launches of one call of the point's implementation ([] for the torch paths)."""
+    """The launches of one call of the point's implementation ([] for the torch paths); a
+    backward point's also those of its backward."""
     if not point.triton:
         return []
     q, k, v = meta_qkv(point)
     bm, bn = point.block_m, point.block_n
-    return impl_launches(point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block)
+    forward = impl_launches(point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block)
+    return forward + (backward_launches(point) if point.backward else [])
 
 
 def impl_backward_launches(

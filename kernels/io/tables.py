@@ -127,13 +127,38 @@ def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
+def of_pass(records: list[dict], direction: str) -> list[dict]:
+    """The records of one pass (a record written before passes existed is a forward's)."""
+    return [r for r in records if r.get("pass", "forward") == direction]
+
+
+def _csv(table: pd.DataFrame, path) -> None:
+    if table.empty and not len(table.columns):
+        table = pd.DataFrame(columns=[*POINT_KEY, "pass", "status"])
+    write_atomic(path, lambda p: table.to_csv(p, index=False), sealed=True)
+
+
 def write_tables(
-    records: list[dict], metrics_parquet, metrics_csv, stages_csv, stage_times_csv
+    records: list[dict],
+    metrics_parquet,
+    metrics_csv,
+    stages_csv,
+    stage_times_csv,
+    backward: tuple | None = None,
 ) -> pd.DataFrame:
-    metrics, stage_table = tables(records)
-    timed = timed_stage_table(records)
+    """The forward records' tables; with ``backward`` (three paths: points, transfers, timed
+    stages), the backward records' in the same three forms (each empty but for its header
+    where the sweep has no backward point)."""
+    forward = of_pass(records, "forward")
+    metrics, stage_table = tables(forward) if forward else (pd.DataFrame(), pd.DataFrame())
+    timed = timed_stage_table(forward)
     write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False), sealed=True)
-    write_atomic(metrics_csv, lambda p: metrics.to_csv(p, index=False), sealed=True)
-    write_atomic(stages_csv, lambda p: stage_table.to_csv(p, index=False), sealed=True)
-    write_atomic(stage_times_csv, lambda p: timed.to_csv(p, index=False), sealed=True)
+    _csv(metrics, metrics_csv)
+    _csv(stage_table, stages_csv)
+    _csv(timed, stage_times_csv)
+    if backward:
+        back = of_pass(records, "backward")
+        points, transfers = tables(back) if back else (pd.DataFrame(), pd.DataFrame())
+        for table, path in zip((points, transfers, timed_stage_table(back)), backward, strict=True):
+            _csv(table, path)
     return metrics

@@ -1,8 +1,9 @@
 """Every reason a sweep point is recorded as skipped instead of measured, decided here and
-nowhere else: a kernel it launches cannot build for a required target, its implementation
-failed validation, the device is absent or lacks the SDPA backend the point forces, it would
-not fit in memory, it is predicted to take longer than the time budget, or it is too large
-for the interpreter."""
+nowhere else: a backward point's path has no backward, a kernel it launches cannot build for
+a required target, its implementation failed validation (its gradients', for a backward
+point), the device is absent or lacks the SDPA backend the point forces, it would not fit in
+memory, it is predicted to take longer than the time budget, or it is too large for the
+interpreter."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ def validation_failure(results: list[dict] | None, direction: str = "forward") -
             else ""
         )
     return None
+
+
+def no_backward(point: Point) -> str | None:
+    """A backward point of a path that has no backward (the registration says why)."""
+    from kernels import catalog
+
+    why = catalog.get(point.impl).backward_reason() if point.backward else None
+    return f"no backward: {why}" if why else None
 
 
 def device_absent(device: str) -> str | None:
@@ -149,8 +158,9 @@ def skip_reason(
     ``ceilings``: the machine's measured rates (kernels.measure.ceilings); without them (or
     with null rates) the time budget is applied at a quick measurement taken generously."""
     return (
-        build_failure(point.name, builds, required_targets)
-        or validation_failure(validation)
+        no_backward(point)
+        or build_failure(point.name, builds, required_targets)
+        or validation_failure(validation, point.direction)
         or device_absent(device)
         or backend_unavailable(point, device)
         or memory_short(point, device)

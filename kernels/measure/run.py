@@ -121,6 +121,14 @@ def _run(
         seed,
         inputs=point.inputs,
     )
+    if point.backward:
+        from kernels.measure.backward_run import run_backward
+
+        forward_of = lambda *inputs: call_of(point, *inputs)  # noqa: E731
+        interpreted = point.triton and mode.interpret()
+        with nullcontext() if interpreted else watched(threads) as contention:
+            found = run_backward(point, q, k, v, device, seed, threads, forward_of)
+        return found | ({"contention": contention} if contention is not None else {})
     call = call_of(point, q, k, v)
     out_bytes = q.numel() * q.element_size()
     found: dict = {}
@@ -171,11 +179,17 @@ def timed_stages(point: Point, q, k, v, device: str) -> dict:
     interpreter only the reason they were not timed."""
     if point.triton and mode.interpret():
         return {"stage_time_reason": "not timed: Triton interpreter (correctness and counting only)"}
+    return timed_chain(point, stage_chain(point, q, k, v), device)
+
+
+def timed_chain(point: Point, chain: list, device: str) -> dict:
+    """A chain of stages timed warm and cold (kernels.measure.stages), each beside its
+    modelled bytes, FLOPs and exponentials (kernels.study.stage_cost: a backward point's are
+    its backward's)."""
     from kernels.measure.caches import last_level_bytes
     from kernels.measure.stages import time_stages
 
     last = last_level_bytes(device, threads=torch.get_num_threads())  # what this job's threads meet
-    chain = stage_chain(point, q, k, v)
     timed = time_stages(chain, device, last)
     costs = stage_costs(point)
     if [c.stage for c in costs] != [t["stage"] for t in timed]:
@@ -232,6 +246,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "dtype": point.dtype,
         "causal": point.causal,
         "inputs": point.inputs,
+        "pass": point.direction,
         "block_m": point.block_m,
         "block_n": point.block_n,
         "sp_dtype": (point.sp_dtype or point.dtype) if point.materialized else None,
@@ -268,10 +283,41 @@ def base_record(point: Point, device: str, seed: int) -> dict:
     record |= NULL | {"dram_reason": None}
     if device != "cuda":
         record |= unavailable("device is cpu: Nsight Compute measures GPU kernels only")
-    record |= cost.summarize(point)
+    record |= model_summary(point)
     for stage in record["stages"]:
         stage["counted_bytes"] = None
     return record
+
+
+def model_summary(point: Point) -> dict:
+    """The model's fields of the record: the forward's (kernels.study.cost.summarize), or for
+    a backward point its backward's traffic, FLOPs and stages, with what the forward keeps."""
+    forward = cost.summarize(point.forward())
+    if not point.backward:
+        return forward
+    from kernels.study.backward_cost import summarize_backward
+
+    back = summarize_backward(point)
+    issued = back["backward_model_bytes"]
+    work = back["backward_flops"] or back["backward_convention_flops"]
+    return forward | {
+        "traffic_compulsory_bytes": back["backward_compulsory_bytes"],
+        "traffic_model_bytes": issued,
+        "flops": work,
+        "forward_flops": forward["flops"],
+        "convention_flops": back["backward_convention_flops"],
+        "intensity_flop_per_byte": work / (issued or back["backward_compulsory_bytes"]),
+        "saved_model_bytes": back["saved_model_bytes"],
+        "saved_model": back["saved_model"],
+        "stages": back["backward_stages"],
+        "saved_bytes": None,
+        "saved": None,
+        "gradient_errors": None,
+        "step_time_ms": None,
+        "step_time_p10_ms": None,
+        "step_time_p90_ms": None,
+        "step_repeats": None,
+    }
 
 
 def measure(
@@ -334,7 +380,7 @@ def _measured(
     failure = found.pop("overflow", None) or found.pop("check_reason", None)
     found["wall_seconds"] = time.perf_counter() - started
     if counted is not None:
-        found["stages"] = _merged_stages(cost.summarize(point)["stages"], counted)
+        found["stages"] = _merged_stages(model_summary(point)["stages"], counted)
         found["traffic_counted_bytes"] = sum(s["counted_bytes"] for s in found["stages"])
     if failure:
         found |= {"status": "failed", "reason": failure}

@@ -86,3 +86,75 @@ def convention_flops_backward(point: Point) -> int:
     this), the fused one five where it accumulates dQ with atomics, and ours, in the
     structure of Triton's tutorial (separate dK/dV and dQ loops), seven (1.4 of this)."""
     return flops(point) * 5 // 2
+
+
+def executed_flops_backward(point: Point) -> int | None:
+    """FLOPs of the backward as its kernels execute them: each Triton path's own count
+    (kernels.study.*_backward_cost), PyTorch's autograd of torch_naive four full T×T·d
+    products (it computes masked scores too); None for a path we do not model."""
+    from kernels.study.flash_backward_cost import flops_flash_backward
+    from kernels.study.naive_backward_cost import flops_naive_backward
+    from kernels.study.s_only_backward_cost import flops_s_only_backward
+
+    counted = {
+        "triton_naive": flops_naive_backward,
+        "triton_s_only": flops_s_only_backward,
+        "triton_flash": flops_flash_backward,
+    }
+    if point.impl == "torch_naive":
+        return 8 * point.groups * point.tokens**2 * point.head_dim
+    return counted[point.impl](point) if point.impl in counted else None
+
+
+def as_issued_backward(point: Point) -> dict[tuple[str, str, str], int] | None:
+    """The backward kernels' own model of what they move, or None where none is given."""
+    from kernels import catalog
+
+    model = catalog.get(point.impl).backward_model()
+    return None if model is None else {key: int(nbytes) for key, nbytes in model(point).items()}
+
+
+def backward_stages(point: Point) -> list[dict]:
+    """A row per (kernel, tensor, op) the backward's model moves, beside the compulsory
+    transfer of its tensor (on the first kernel that moves it; a compulsory transfer no
+    kernel models is a row of kernel "compulsory")."""
+    issued = as_issued_backward(point) or {}
+    floor = dict(compulsory_backward(point))
+    rows = []
+    for (kernel, tensor, op), nbytes in issued.items():
+        rows.append(
+            {
+                "kernel": kernel,
+                "tensor": tensor,
+                "op": op,
+                "compulsory_bytes": floor.pop((tensor, op), 0),
+                "model_bytes": nbytes,
+            }
+        )
+    for (tensor, op), nbytes in floor.items():
+        rows.append(
+            {
+                "kernel": "compulsory",
+                "tensor": tensor,
+                "op": op,
+                "compulsory_bytes": nbytes,
+                "model_bytes": None if not issued else 0,
+            }
+        )
+    return rows
+
+
+def summarize_backward(point: Point) -> dict:
+    """The model's fields of a backward point's record: what the forward keeps, what the
+    backward moves (compulsory and as issued, by kernel and tensor) and its FLOPs."""
+    kept = kept_bytes(point)
+    issued = as_issued_backward(point)
+    return {
+        "saved_model_bytes": None if kept is None else sum(kept.values()),
+        "saved_model": kept,
+        "backward_compulsory_bytes": sum(compulsory_backward(point).values()),
+        "backward_model_bytes": None if issued is None else sum(issued.values()),
+        "backward_flops": executed_flops_backward(point),
+        "backward_convention_flops": convention_flops_backward(point),
+        "backward_stages": backward_stages(point),
+    }

@@ -179,7 +179,18 @@ def predicted_bytes(point: Point) -> int:
         work += G * T * T * 4  # softmax's float32 result before the cast back
     if point.impl == "reference":
         work += 4 * G * T * d * 8
+    if point.backward:
+        work += backward_extra_bytes(point)
     return qkvo + work + check
+
+
+def backward_extra_bytes(point: Point) -> int:
+    """What a backward point needs beyond its forward's call: dO and the three gradients, a
+    T×T dP and dS (kept in the stored dtype, or float32 by PyTorch's autograd), and the
+    float64 check of the gradients (autograd through the definition keeps S and P and makes
+    dP and dS: four T×T float64 tensors)."""
+    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
+    return 4 * G * T * d * e + 2 * G * T * T * max(point.e_sp, 4) + 4 * G * T * T * 8
 
 
 def summarize(point: Point) -> dict:

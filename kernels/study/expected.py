@@ -192,10 +192,17 @@ def product_seconds(point: Point, flops: float, ceilings: dict) -> float:
     return sum(flops / 2 / (rate or square) for rate in rates)
 
 
+# A backward point runs its forward and then a backward of at least twice its products (the
+# materialized backward's four T×T·d products against the forward's two): three times the
+# forward's lower bound is a lower bound on the pair.
+BACKWARD_CALL_FACTOR = 3
+
+
 def call_seconds(point: Point, ceilings: dict) -> float:
     """A lower bound on one call's time at this machine's rates (a roofline): the model's
     bytes at the copy rate, or its products at the rates for its dtype (product_seconds),
     whichever takes longer. The time gate (limits.call_seconds) and the budget both use it."""
-    model = cost.summarize(point)
+    model = cost.summarize(point.forward())
     moved = model["traffic_model_bytes"] or model["traffic_compulsory_bytes"]
-    return max(moved / (ceilings["copy_gbps"] * 1e9), product_seconds(point, model["flops"], ceilings))
+    seconds = max(moved / (ceilings["copy_gbps"] * 1e9), product_seconds(point, model["flops"], ceilings))
+    return seconds * (BACKWARD_CALL_FACTOR if point.backward else 1)

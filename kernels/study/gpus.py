@@ -25,6 +25,7 @@ MIB = 1 << 20
 class Gpu:
     name: str
     model: str  # the part the figures are for
+    memory_bytes: float  # HBM capacity (the datasheet's GB, 10⁹ bytes)
     target: str  # the build stage's target (kernels.spec.GPU_TARGETS)
     hbm_bytes_per_s: float
     l2_bytes: int
@@ -73,6 +74,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             name="A100",
             model="A100 SXM4 80 GB",
+            memory_bytes=80e9,
             target="sm_80",
             hbm_bytes_per_s=2039e9,
             l2_bytes=40 * MIB,
@@ -88,6 +90,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             name="H100",
             model="H100 SXM5 80 GB",
+            memory_bytes=80e9,
             target="sm_90",
             hbm_bytes_per_s=3.35e12,
             l2_bytes=50 * MIB,
@@ -106,6 +109,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             name="H200",
             model="H200 SXM 141 GB",
+            memory_bytes=141e9,
             target="sm_90",
             hbm_bytes_per_s=4.8e12,
             l2_bytes=60 * MIB,

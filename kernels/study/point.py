@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kernels import catalog
@@ -16,6 +16,7 @@ from kernels.spec import (
     BLOCK_SIZES,
     DEFAULT_BLOCK,
     DEFAULT_INPUTS,
+    DEFAULT_PASS,
     DTYPES,
     ELEMENT_BYTES,
     HEAD_DIMS,
@@ -26,10 +27,12 @@ from kernels.spec import (
     MAX_ROW_BLOCK,
     MAX_SEED,
     MAX_TOKENS,
+    PASSES,
 )
 
 # results/points/<POINT_PATTERN>.json; the measure rule's output is spelled with it
-POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}-{inputs}"
+# (a backward point's name ends in -backward; a forward one's carries no pass, as before passes)
+POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}-{inputs}{direction}"
 # results/validate/<VALIDATION_PATTERN>.json: what a point's implementation must pass first
 VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
 # results/build/<BUILD_PATTERN>.json: one build job per implementation, dtype, blocks, T and d
@@ -45,6 +48,7 @@ WILDCARD_CONSTRAINTS: dict[str, str] = {
     "mask": "causal|full",
     "blocks": rf"{NO_BLOCKS}|bm\d+-bn\d+",
     "inputs": "|".join(INPUTS),
+    "direction": "|-backward",  # empty for the forward
 }
 
 
@@ -88,6 +92,7 @@ class Point:
     sp_dtype: str | None = None  # S/P dtype of the materialized paths; default: dtype
     max_row_block: int = MAX_ROW_BLOCK
     inputs: str = DEFAULT_INPUTS  # what q, k and v hold (kernels.spec.INPUTS)
+    direction: str = DEFAULT_PASS  # the pass measured (kernels.spec.PASSES)
 
     def __post_init__(self) -> None:
         catalog.get(self.impl)  # an unknown name is an error listing the registered ones
@@ -107,6 +112,8 @@ class Point:
             raise ValueError(f"sp_dtype applies to impl {', '.join(takes)} only, not {self.impl}")
         if self.inputs not in INPUTS:
             raise ValueError(f"inputs={self.inputs!r}: allowed values are {', '.join(INPUTS)}")
+        if self.direction not in PASSES:
+            raise ValueError(f"pass={self.direction!r}: allowed values are {', '.join(PASSES)}")
         for name in ("block_m", "block_n"):
             value = getattr(self, name)
             if value is not None and value not in BLOCK_SIZES:
@@ -139,6 +146,15 @@ class Point:
         return catalog.get(self.impl).stores
 
     @property
+    def backward(self) -> bool:
+        """The point measures a forward that saves for the backward, then the backward."""
+        return self.direction == "backward"
+
+    def forward(self) -> Point:
+        """The same point's forward pass."""
+        return replace(self, direction=DEFAULT_PASS)
+
+    @property
     def materialized(self) -> bool:
         return self.stores == "SP"
 
@@ -164,6 +180,7 @@ class Point:
             "mask": "causal" if self.causal else "full",
             "blocks": blocks_label(self.block_m, self.block_n),
             "inputs": self.inputs,
+            "direction": "" if self.direction == DEFAULT_PASS else f"-{self.direction}",
         }
 
     @property
@@ -195,6 +212,7 @@ class Point:
             bm,
             bn,
             inputs=wc["inputs"],
+            direction=(wc.get("direction") or DEFAULT_PASS).removeprefix("-"),
         )
 
     @classmethod
@@ -231,6 +249,8 @@ class Point:
             args += ["--sp-dtype", self.sp_dtype]
         if self.inputs != DEFAULT_INPUTS:
             args += ["--inputs", self.inputs]
+        if self.direction != DEFAULT_PASS:
+            args += ["--pass", self.direction]
         return args
 
     @classmethod
@@ -256,6 +276,7 @@ class Point:
             args.block_n,
             args.sp_dtype,
             inputs=args.inputs,
+            direction=getattr(args, "direction", DEFAULT_PASS),
         )
 
 
@@ -338,4 +359,12 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_INPUTS,
         help=f"normal: q, k, v from N(0, 1); large: q = k = {LARGE_INPUT:,.0f}, whose scores "
         "overflow float16",
+    )
+    parser.add_argument(
+        "--pass",
+        dest="direction",
+        choices=PASSES,
+        default=DEFAULT_PASS,
+        help="forward: one call; backward: a forward that saves for the backward, then the backward "
+        "from a fresh random dO",
     )

@@ -108,6 +108,7 @@ def gpu_rows() -> list[dict]:
         {
             "gpu": g.name,
             "model": g.model,
+            "memory_bytes": g.memory_bytes,
             "target": g.target,
             "hbm_bytes_per_s": g.hbm_bytes_per_s,
             "l2_bytes": g.l2_bytes,

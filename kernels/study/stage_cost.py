@@ -67,7 +67,12 @@ class StageCost:
 
 def stage_names(point: Point) -> tuple[str, ...]:
     """The stages of a point in the order they run; () for a path that is not staged (its
-    registration gives no stage chain)."""
+    registration gives no stage chain). A backward point's are its backward's
+    (kernels.study.backward_stage_cost)."""
+    if point.backward:
+        from kernels.study.backward_stage_cost import backward_stage_names
+
+        return backward_stage_names(point)
     if catalog.get(point.impl).stages is None:
         return ()
     if point.impl == "torch_naive":
@@ -131,6 +136,10 @@ def _kernel_stages(point: Point) -> list[StageCost]:
 
 def stage_costs(point: Point) -> list[StageCost]:
     """Each stage of the point in the order it runs (empty for a path that is not staged)."""
+    if point.backward:
+        from kernels.study.backward_stage_cost import backward_stage_costs
+
+        return backward_stage_costs(point)
     if not stage_names(point):
         return []
     if point.impl == "torch_naive":

@@ -117,8 +117,9 @@ def expected_columns(stage, point: Point, machine: Machine) -> dict:
 
 
 def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> list[dict]:
-    """Every staged point of the sweep on every target."""
-    staged = [p for p in sweep_points(sweep) if stage_names(p)]
+    """Every staged forward point of the sweep on every target (the backward's stages are
+    kernels.study.backward_predictions')."""
+    staged = [p for p in sweep_points(sweep) if stage_names(p) and not p.backward]
     targets = list(targets)
     return [row for point in staged for machine in targets for row in stage_rows(point, machine)]
 

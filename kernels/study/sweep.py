@@ -10,7 +10,7 @@ import itertools
 import math
 
 from kernels import catalog
-from kernels.spec import DEFAULT_INPUTS, ELEMENT_BYTES, MAX_TOKENS
+from kernels.spec import DEFAULT_INPUTS, DEFAULT_PASS, ELEMENT_BYTES, MAX_TOKENS
 from kernels.study.point import Point
 
 TOKEN_MULTIPLE = 16  # tokens_across_cache rounds T to this
@@ -85,6 +85,7 @@ def _combinations(grid: dict, cache_bytes: int | None):
             [dtype],
             grid["causal"],
             grid.get("inputs", [DEFAULT_INPUTS]),
+            grid.get("pass", [DEFAULT_PASS]),
         )
 
 
@@ -92,11 +93,14 @@ def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
     """Every point of one grid: the product of its lists, blocks for Triton impls only;
     ``cache_bytes``: the cache size a grid with tokens_across_cache follows."""
     out = []
-    for impl, tokens, heads, d, dtype, causal, inputs in _combinations(grid, cache_bytes):
+    for impl, tokens, heads, d, dtype, causal, inputs, direction in _combinations(grid, cache_bytes):
         blocks = [tuple(b) for b in grid["blocks"]] if catalog.get(impl).triton else [(None, None)]
         for batch in batches_for(grid, tokens):
             for bm, bn in blocks:
-                out.append(Point(impl, batch, heads, tokens, d, dtype, causal, bm, bn, inputs=inputs))
+                point = Point(
+                    impl, batch, heads, tokens, d, dtype, causal, bm, bn, inputs=inputs, direction=direction
+                )
+                out.append(point)
     return out
 
 

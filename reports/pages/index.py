@@ -14,6 +14,7 @@ import pandas as pd
 from kernels.io.atomic import write_text_atomic
 from kernels.io.tables import POINT_KEY as TABLE_KEY
 from reports.pages import handoff_text, inputs, outcome
+from reports.pages import training as training_page
 from reports.pages.common import (
     SORTABLE_SCRIPT,
     busy,
@@ -110,10 +111,30 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     for column in ("block_m", "block_n"):
         where[column] = pd.array(where[column], dtype="Int64")
         metrics = metrics.assign(**{column: pd.array(metrics[column], dtype="Int64")})
-    rows = metrics.merge(where, on=POINT_KEY, how="left")
+    # a forward and a backward point share every other field; records from before passes are forward's
+    where = where.assign(
+        **{"pass": where.get("pass", pd.Series("forward", index=where.index)).fillna("forward")}
+    )
+    metrics = metrics.assign(
+        **{"pass": metrics.get("pass", pd.Series("forward", index=metrics.index)).fillna("forward")}
+    )
+    rows = metrics.merge(where, on=[*POINT_KEY, "pass"], how="left").rename(columns={"pass": "direction"})
     rows = rows.assign(_order=rows["status"].map(STATUS_ORDER).fillna(len(STATUS_ORDER)))
     rows = rows.sort_values(["_order", "impl", "dtype", "tokens", "causal", "inputs"])
-    head = ["impl", "dtype", "T", "d", "B×H", "causal", "inputs", "blocks", "status", "reason", "files"]
+    head = [
+        "impl",
+        "pass",
+        "dtype",
+        "T",
+        "d",
+        "B×H",
+        "causal",
+        "inputs",
+        "blocks",
+        "status",
+        "reason",
+        "files",
+    ]
     body = []
     for r in rows.itertuples(index=False):
         blocks = f"{r.block_m}×{r.block_n}" if pd.notna(r.block_m) else "–"
@@ -124,6 +145,7 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
         )
         cells = [
             r.impl,
+            r.direction,
             r.dtype,
             f"{r.tokens:,}",
             r.head_dim,
@@ -344,9 +366,10 @@ def findings(
     predictions: pd.DataFrame | None,
     reports: dict,
     stage_times: pd.DataFrame | None = None,
+    training: tuple | None = None,
 ) -> str:
     """The study's answers in a few lines, each computed from this run's tables and linked to
-    the page that shows it."""
+    the page that shows it; ``training``: the backward, training-shape and crossing tables."""
     items = [
         ("storage", finding_storage(metrics)),
         ("traffic", finding_traffic(metrics)),
@@ -354,6 +377,7 @@ def findings(
         ("performance", finding_speed(metrics, env)),
         ("handoff", handoff_text.finding(stage_times, env)),
         ("predicted", finding_prediction(predictions)),
+        ("training", training_page.finding(*training) if training else None),
     ]
     # a finding whose page did not render names it instead of linking it
     lines = [
@@ -392,6 +416,12 @@ TABLE_CONTENTS = {
     "model/predictions.csv": "predicted bytes and time floors per shape, T, GPU and path",
     "model/predicted_kernels.csv": "the same per kernel",
     "model/stage_predictions.csv": "the roofline per stage of the materialized paths, on the GPUs and here",
+    "backward.csv": "a row per backward point",
+    "backward_stages.csv": "the backward's traffic, a row per point, kernel and tensor",
+    "backward_stage_times.csv": "the materialized backward's stages timed warm and cold",
+    "model/backward_predictions.csv": "the backward's roofline per point, target and kernel",
+    "model/recompute_crossing.csv": "storing P against recomputing it over T, per target",
+    "model/training_memory.csv": "what each path keeps at the training shape, per target",
 }
 
 
@@ -468,9 +498,15 @@ def render(
     tables: list[str] | None = None,
     stage_times: pd.DataFrame | None = None,
     failed_pages: list[dict] | None = None,
+    training: tuple | None = None,
 ) -> str:
-    """The index page; ``failed_pages``: each page that did not render (failed_page)."""
+    """The index page; ``failed_pages``: each page that did not render (failed_page);
+    ``training``: the backward points' table, the training shape's and the crossing's (the
+    backward points are listed and warned about with the forward ones)."""
     failed_pages = failed_pages or []
+    forward = metrics
+    if training and training[0] is not None and not training[0].empty:
+        metrics = pd.concat([metrics, training[0]], ignore_index=True)
     warnings = [
         f"The page {f['title']} did not render: {f['error']} (see its log, {f['log']}, under Reports)."
         for f in failed_pages
@@ -533,7 +569,7 @@ def render(
         f"optimize</h1><p class='when'>{'Measured' if ran else 'Recorded (no point ran)'} "
         f"{html.escape(run_span(metrics))}; "
         f"{html.escape(device_label(env))}.</p><h2>What this run found</h2>"
-        f"{findings(metrics, env, predictions, reports, stage_times)}{banner}"
+        f"{findings(forward, env, predictions, reports, stage_times, training)}{banner}"
         f"<h2>Reports</h2>{reports_list(reports, failed_pages)}"
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
         f"(click a heading to sort), with its record and the log of its job.</p>"
@@ -557,17 +593,25 @@ def write(
     tables: list[str] | None = None,
     stage_times_path: str | os.PathLike | None = None,
     outcomes: list[str] | None = None,
+    training_paths: tuple | None = None,
 ) -> None:
     """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb, the
     pages that rendered); ``files``: each point's record and log, ``tables``: the tables behind
     the reports, all relative to results/; ``stage_times_path``: the timed stages (the
     hand-off finding); ``outcomes``: every page's outcome (reports.pages.outcome), each failed
-    one named with its first error line and its log."""
+    one named with its first error line and its log; ``training_paths``: backward.csv, the
+    training shape's and the crossing's tables (the Training finding, the backward points)."""
     env = inputs.read("env", env_path)
     metrics = inputs.read("metrics", metrics_path)
     builds = inputs.read("builds", builds_path)
     predictions = inputs.read("predictions", predictions_path) if predictions_path else None
     stage_times = inputs.read("stage_times", stage_times_path) if stage_times_path else None
+    training = None
+    if training_paths:
+        training = tuple(
+            inputs.read(n, p)
+            for n, p in zip(("backward", "training", "crossing"), training_paths, strict=True)
+        )
     reports = {Path(path).stem: title(path) for path in notebooks}
     failed = failed_pages(outcomes or [], out)
     page = render(
@@ -581,5 +625,6 @@ def write(
         tables,
         stage_times,
         failed,
+        training,
     )
     write_text_atomic(out, page)

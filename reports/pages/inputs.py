@@ -102,6 +102,60 @@ INPUTS = {
         + ("bound_warm_high", "bound_cold", "largest_cache_bytes"),
         ("tokens", "bytes", "predicted_warm_low_ms", "predicted_warm_high_ms", "predicted_cold_ms"),
     ),
+    "backward": Input(
+        "the backward points' table, a row per point",
+        "table",
+        (*[k for k in POINT_KEY if k != "device"], "pass", "status", "reason", "saved_bytes")
+        + ("saved_model_bytes", "peak_alloc_bytes", "time_ms", "step_time_ms", "time_reason")
+        + ("traffic_compulsory_bytes", "traffic_model_bytes", "traffic_counted_bytes", "flops")
+        + ("forward_flops", "convention_flops", "max_abs_error", "nonfinite_outputs"),
+        ("tokens", "head_dim", "saved_bytes", "saved_model_bytes", "peak_alloc_bytes", "time_ms")
+        + ("step_time_ms", "traffic_compulsory_bytes", "traffic_model_bytes", "traffic_counted_bytes")
+        + ("flops", "forward_flops", "convention_flops", "max_abs_error"),
+        may_be_blank=True,
+    ),
+    "backward_stages": Input(
+        "the backward's traffic per point, kernel and tensor",
+        "table",
+        ("impl", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n", "status", "kernel")
+        + ("tensor", "op", "compulsory_bytes", "model_bytes", "counted_bytes"),
+        ("tokens", "head_dim", "compulsory_bytes", "model_bytes", "counted_bytes"),
+        may_be_blank=True,
+    ),
+    "backward_stage_times": Input(
+        "the materialized backward's stages timed warm and cold, a row per point and stage",
+        "table",
+        (*POINT_KEY, "status", "stage", "does", "time_ms", "cold_time_ms", "bytes", "flops", "gbps"),
+        ("tokens", "time_ms", "cold_time_ms", "bytes", "flops", "gbps"),
+        may_be_blank=True,
+    ),
+    "backward_predictions": Input(
+        "the backward's roofline per point, target and kernel",
+        "table",
+        (*[k for k in POINT_KEY if k != "device"], "target", "kernel", "does", "bytes", "flops")
+        + ("predicted_warm_low_ms", "predicted_warm_high_ms", "predicted_cold_ms", "bound_cold"),
+        ("tokens", "bytes", "flops", "predicted_warm_low_ms", "predicted_warm_high_ms", "predicted_cold_ms"),
+        may_be_blank=True,
+    ),
+    "crossing": Input(
+        "the stored-P and recomputing backwards over T per target",
+        "table",
+        ("target", "head_dim", "dtype", "causal", "block_m", "block_n", "tokens", "case")
+        + ("stored_ms", "recomputed_ms", "stored_flops", "recomputed_flops", "stored_bytes")
+        + ("recomputed_bytes", "crossing_tokens"),
+        ("tokens", "stored_ms", "recomputed_ms", "stored_flops", "recomputed_flops", "stored_bytes")
+        + ("recomputed_bytes", "crossing_tokens"),
+    ),
+    "training": Input(
+        "what each path keeps at the training shape, per target",
+        "table",
+        ("impl", "target", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "layers")
+        + ("kept_layer_bytes", "kept_matrix_layer_bytes", "kept_model_bytes", "memory_bytes")
+        + ("backward_layer_bytes", "backward_matrix_layer_bytes", "backward_layer_flops")
+        + ("predicted_warm_low_layer_ms", "predicted_cold_layer_ms"),
+        ("tokens", "layers", "heads", "kept_layer_bytes", "kept_model_bytes", "memory_bytes")
+        + ("backward_layer_bytes", "predicted_warm_low_layer_ms", "predicted_cold_layer_ms"),
+    ),
     "env": Input("the run's provenance: device, versions, configuration", "json", ("device",)),
     "ceilings": Input(
         "the machine's measured ceilings",
@@ -217,6 +271,8 @@ def _table(path: Path, spec: Input | None) -> pd.DataFrame:
     except (OSError, ValueError) as err:  # pyarrow's errors are OSError or ValueError
         kind = "a Parquet table" if path.suffix == ".parquet" else "a CSV table"
         raise _fail(path, spec, f"cannot be read as {kind}: {str(err).strip()}") from None
+    if spec and spec.may_be_blank and table.empty:  # a header alone: no rows to check
+        return pd.DataFrame(columns=list(spec.fields))
     if spec:
         missing = [column for column in spec.fields if column not in table.columns]
         if missing:

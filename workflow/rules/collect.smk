@@ -30,7 +30,7 @@ rule gather:
 
 rule collect:
     """Every record into one tidy table (a row per point), a long table of transfers and one
-    of the materialized paths' timed stages."""
+    of the materialized paths' timed stages; the backward points' in three tables of their own."""
     input:
         records=[rules.gather.output[0].format(impl=impl, dtype=dtype) for impl, dtype in GROUPS],
         env=rules.env.output,
@@ -39,6 +39,9 @@ rule collect:
         csv=f"{RESULTS}/metrics.csv",
         stages=f"{RESULTS}/stages.csv",
         stage_times=f"{RESULTS}/stage_times.csv",
+        backward=f"{RESULTS}/backward.csv",
+        backward_stages=f"{RESULTS}/backward_stages.csv",
+        backward_stage_times=f"{RESULTS}/backward_stage_times.csv",
     log:
         f"{RESULTS}/logs/collect.log",
     conda:

@@ -71,6 +71,8 @@ BUILD_TARGETS = list(
 REQUIRED_TARGETS = [LOCAL_TARGET] if LOCAL_TARGET else BUILD_TARGETS
 BUILD_JOBS = attnio_sweep.build_jobs(POINTS) if BUILD_TARGETS else {}
 GROUPS = attnio_sweep.groups(POINTS)
+# the validations that also check gradients: those of the implementations a backward point uses
+BACKWARD_VALIDATIONS = {point.validation_name for point in POINTS if point.backward}
 # A measure job's own limit turns a hang into a failed record; SLURM's, a little longer, is
 # the backstop where that cannot run.
 JOB_MINUTES = config["limits"]["job_seconds"] // 60 + 5
@@ -375,7 +377,7 @@ def point_files(wildcards=None):
     """Each point by its fields, with its record and its job's log relative to results/:
     the index links them."""
     return [
-        {"impl": p.impl, **p.shape(), "inputs": p.inputs}
+        {"impl": p.impl, **p.shape(), "inputs": p.inputs, "pass": p.direction}
         | {
             "record": os.path.relpath(output_of(rules.measure.output[0], p), RESULTS),
             "log": os.path.relpath(output_of(rules.measure.log[0], p), RESULTS),

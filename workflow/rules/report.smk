@@ -80,6 +80,9 @@ rule index:
         builds=rules.build_table.output[0],
         predictions=rules.predict.output.predictions,
         stage_times=rules.collect.output.stage_times,
+        backward=rules.collect.output.backward,
+        training=rules.backward_model.output.training,
+        crossing=rules.backward_model.output.crossing,
         tables=TABLES,
     output:
         f"{RESULTS}/index.html",

@@ -1,6 +1,7 @@
 # Reads files the run already has: on a cluster it runs on the submitting host.
 localrules:
     predict_stages,
+    backward_model,
 
 
 rule predict_stages:
@@ -20,3 +21,24 @@ rule predict_stages:
         sweep=config["sweep"],
     script:
         "../scripts/predict_stages.py"
+
+
+rule backward_model:
+    """The backward on every target from the models: each kernel of each backward point on
+    the GPUs and this machine (hierarchical roofline, warm band and cold), where storing P
+    and recomputing it cross over in T, and what each path keeps at the training shape."""
+    input:
+        rules.ceilings.output[0],
+    output:
+        predictions=f"{RESULTS}/model/backward_predictions.csv",
+        crossing=f"{RESULTS}/model/recompute_crossing.csv",
+        training=f"{RESULTS}/model/training_memory.csv",
+    log:
+        f"{RESULTS}/logs/backward_model.log",
+    conda:
+        "../../envs/attnio.yaml"
+    params:
+        sweep=config["sweep"],
+        training=config["training"],
+    script:
+        "../scripts/backward_model.py"

@@ -1,5 +1,6 @@
 rule validate:
-    """One implementation in one dtype (and block shape) against the float64 definition.
+    """One implementation in one dtype (and block shape) against the float64 definition, and
+    its gradients where a backward point needs them.
     The verdicts are written even when one is unexpected; the points of an implementation
     that failed are then recorded as skipped, never measured."""
     input:
@@ -20,6 +21,15 @@ rule validate:
         device=DEVICE,
         seed=config["seed"],
         preflight=lambda wc, input: ["--preflight", *input.preflight] if input.preflight else [],
+        # the gradients too, where a backward point of the sweep depends on this validation
+        backward=lambda wc: (
+            ["--backward"]
+            if attnio_point.VALIDATION_PATTERN.format(
+                impl=wc.impl, dtype=wc.dtype, blocks=wc.blocks
+            )
+            in BACKWARD_VALIDATIONS
+            else []
+        ),
         blocks=lambda wc: [
             arg
             for m, n in [attnio_point.parse_blocks(wc.blocks)]
@@ -28,7 +38,7 @@ rule validate:
         ],
     shell:
         "python -m kernels validate --impl {wildcards.impl:q} --dtype {wildcards.dtype:q} "
-        "--device {params.device:q} --seed {params.seed:q} {params.blocks:q} {params.preflight:q} "
+        "--device {params.device:q} --seed {params.seed:q} {params.blocks:q} {params.preflight:q} {params.backward:q} "
         "--time-limit {params.time_limit:q} --quiet --exit-zero --json {output:q} > {log:q} 2>&1"
 
 

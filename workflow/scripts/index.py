@@ -18,4 +18,5 @@ with logged_to(smk.log[0]):
         smk.params.tables,
         smk.input.stage_times,
         list(smk.input.outcomes),
+        (smk.input.backward, smk.input.training, smk.input.crossing),
     )
