@@ -25,7 +25,7 @@ from kernels.measure import gates
 from kernels.measure.ceilings import unavailable
 from kernels.measure.run import base_record
 from kernels.spec import DEFAULT_INTERPRETER_LIMIT
-from kernels.study import model_tables, prediction_tables, stage_predictions
+from kernels.study import backward_predictions, model_tables, prediction_tables, stage_predictions
 from kernels.study.point import Point
 from kernels.study.stage_cost import stage_costs
 from kernels.study.sweep import points, resolved
@@ -72,7 +72,8 @@ def _stage_times(point: Point, cache_bytes: int) -> list[dict]:
 def _gated(point: Point, device: str) -> str | None:
     """The reasons the real gates give without measuring anything."""
     return (
-        gates.device_absent(device)
+        gates.no_backward(point)
+        or gates.device_absent(device)
         or gates.backend_unavailable(point, device)
         or gates.interpreter_too_small(point, device, DEFAULT_INTERPRETER_LIMIT)
     )
@@ -105,8 +106,34 @@ def modelled_record(point: Point, device: str, cache_bytes: int) -> dict:
         staged = _stage_times(point, cache_bytes)
         if staged:
             record |= {"stage_times": staged, "last_cache_bytes": cache_bytes}
+    if point.backward:
+        record |= _modelled_backward(record)
     validate_record(record)
     return record
+
+
+def _modelled_backward(record: dict) -> dict:
+    """A backward record's own fields: kept bytes as the model says (as the hooks must),
+    small gradient errors, and forward + backward timed where the backward was."""
+    kept = record["saved_model"] or {}
+    saved = [{"shape": [n], "dtype": "uint8", "bytes": n} for n in kept.values()]
+    found = {"saved_bytes": record["saved_model_bytes"], "saved": saved if kept else None}
+    found["gradient_errors"] = {name: record["max_abs_error"] for name in ("dQ", "dK", "dV")}
+    if record["time_ms"] is not None:
+        step = 1.5 * record["time_ms"]
+        found |= {"step_time_ms": step, "step_time_p10_ms": 0.95 * step, "step_time_p90_ms": 1.05 * step}
+        found["step_repeats"] = 10
+    return found
+
+
+def training_shape() -> dict:
+    """The configuration's training shape as the schema fills it in (config.yaml's, if any)."""
+    import yaml
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    return config["training"]
 
 
 def ceilings(cache_bytes: int, device_name: str = "made-up CPU") -> dict:
@@ -156,6 +183,7 @@ def write_results(
         results / "metrics.csv",
         results / "stages.csv",
         results / "stage_times.csv",
+        backward=tuple(results / f for f in ("backward.csv", "backward_stages.csv", "backward_stage_times.csv")),
     )
     write_build_table([], results / "build.csv")
     model_tables.write(
@@ -171,6 +199,14 @@ def write_results(
     (results / "env.json").write_text(json.dumps(env | {"config": config}))
     (results / "ceilings.json").write_text(json.dumps(found_ceilings))
     stage_predictions.write(grids, found_ceilings, model / "stage_predictions.csv")
+    backward_predictions.write(
+        grids,
+        training_shape(),
+        found_ceilings,
+        model / "backward_predictions.csv",
+        model / "recompute_crossing.csv",
+        model / "training_memory.csv",
+    )
     return metrics
 
 
@@ -197,5 +233,10 @@ def write_index(results: Path, templates: list[Path]) -> str:
         results / "index.html",
         predictions_path=results / "model" / "predictions.csv",
         stage_times_path=results / "stage_times.csv",
+        training_paths=(
+            results / "backward.csv",
+            results / "model" / "training_memory.csv",
+            results / "model" / "recompute_crossing.csv",
+        ),
     )
     return (results / "index.html").read_text()

@@ -94,7 +94,8 @@ def studies(tmp_path_factory) -> dict[str, Grid]:
 def _lengths(results) -> set[int]:
     """Every T the study has anywhere: its points, and the model's grids."""
     tables = [pd.read_parquet(results / "metrics.parquet")]
-    tables += [pd.read_csv(results / "model" / f) for f in ("predictions.csv", "stage_predictions.csv")]
+    models = ("predictions.csv", "stage_predictions.csv", "recompute_crossing.csv", "training_memory.csv")
+    tables += [pd.read_csv(results / "model" / f) for f in models]
     return {int(t) for table in tables if "tokens" in table for t in table["tokens"]}
 
 
@@ -114,7 +115,8 @@ def test_every_page_and_the_index_render_for_the_grid(studies, name):
         assert result["error"] is None, f"{name}: {page}: {result['error']}"
         assert result["outputs"], f"{name}: {page} shows nothing"
     metrics = pd.read_parquet(results / "metrics.parquet")
-    assert "<h1>" in index and index.count("<tr class=") == len(metrics)
+    backward = pd.read_csv(results / "backward.csv")  # the backward points, listed beside them
+    assert "<h1>" in index and index.count("<tr class=") == len(metrics) + len(backward)
 
 
 @pytest.mark.parametrize("name", GRIDS)
