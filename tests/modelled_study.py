@@ -183,7 +183,7 @@ def write_results(
         results / "metrics.csv",
         results / "stages.csv",
         results / "stage_times.csv",
-        backward=tuple(results / f for f in ("backward.csv", "backward_stages.csv", "backward_stage_times.csv")),
+        backward=tuple(results / f"backward{f}.csv" for f in ("", "_stages", "_stage_times")),
     )
     write_build_table([], results / "build.csv")
     model_tables.write(

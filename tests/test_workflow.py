@@ -42,7 +42,7 @@ def test_the_study_ran_on_warm_workers_and_left_none(study):
 
 def test_table_has_exactly_the_points_asked_for(study):
     table = pd.read_csv(study / "results" / "metrics.csv")
-    grids = yaml.safe_load(Path(CI).read_text())["sweep"]
+    grids = [g for g in yaml.safe_load(Path(CI).read_text())["sweep"] if g.get("pass") != ["backward"]]
     assert len(table) == sum(len(g["impls"]) * len(g["tokens"]) * len(g["causal"]) for g in grids)
     assert set(table["impl"]) == {impl for g in grids for impl in g["impls"]}
     assert set(table["tokens"]) == {t for g in grids for t in g["tokens"]}
@@ -129,6 +129,35 @@ def test_records_keep_threads_processor_and_times(study):
         assert record["started_at"] <= record["finished_at"]
         if record["impl"] in ("torch_naive", "sdpa"):
             assert record["threads"] == 2  # the whole machine the study was given (--cores 2)
+
+
+def test_the_backward_points_keep_and_move_what_their_models_say(study):
+    """The ci preset's backward grid: every path with a backward kept exactly the model's
+    bytes (saved-tensor hooks), its gradients within the float16 tolerance of float64, the
+    Triton backwards counted at the model's bytes under the interpreter, the torch path timed
+    alone and with its forward; the tile-local softmax skipped, naming why; the forward's
+    table holds none of them."""
+    table = pd.read_csv(study / "results" / "backward.csv").set_index("impl")
+    grid = next(g for g in yaml.safe_load(Path(CI).read_text())["sweep"] if g.get("pass") == ["backward"])
+    assert sorted(table.index) == sorted(grid["impls"]) and set(table["pass"]) == {"backward"}
+    skipped = table.loc["triton_tile_softmax"]
+    assert skipped["status"] == "skipped" and skipped["reason"].startswith("no backward: ")
+    ran = table.drop(index="triton_tile_softmax")
+    assert (ran["status"] == "ok").all(), ran[["status", "reason"]]
+    modelled = ran.dropna(subset=["saved_model_bytes"])
+    assert set(modelled.index) >= {"torch_naive", "triton_naive", "triton_s_only", "triton_flash"}
+    assert (modelled["saved_bytes"] == modelled["saved_model_bytes"]).all()
+    assert (ran["max_abs_error"] < 1e-2).all()
+    triton = ran.loc[["triton_naive", "triton_s_only", "triton_flash"]]
+    assert (triton["traffic_counted_bytes"] == triton["traffic_model_bytes"]).all()
+    torch_naive = ran.loc["torch_naive"]
+    assert torch_naive["time_ms"] > 0 and torch_naive["step_time_ms"] > 0
+    forward = pd.read_csv(study / "results" / "metrics.csv")
+    assert set(forward["pass"]) == {"forward"}
+    stages = pd.read_csv(study / "results" / "backward_stage_times.csv")
+    assert set(stages[stages["impl"] == "torch_naive"]["stage"]) >= {"dp", "ds", "dv", "dq", "dk"}
+    page = (study / "results" / "reports" / "training.html").read_text()
+    assert "the bytes kept equal the model" in unescape(page)
 
 
 def test_ci_study_flags_the_overflow_in_records_and_reports(study):
