@@ -76,10 +76,12 @@ def test_table_has_exactly_the_points_asked_for(study):
 
 
 def test_the_run_ends_saying_how_many_points_ran_and_where_the_reports_are(study):
-    counts = pd.read_csv(study / "results" / "metrics.csv")["status"].value_counts()
+    tables = [pd.read_csv(study / "results" / f"{name}.csv") for name in ("metrics", "backward")]
+    counts = pd.concat(tables)["status"].value_counts()  # the forward's points and the backward's
     said = ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed") if s in counts)
     output = (study / "snakemake-output.txt").read_text()
-    assert f"attnio: {counts.sum()} points: {said} (why: results/metrics.csv" in output
+    why = "(why: results/metrics.csv and results/backward.csv, column reason)"
+    assert f"attnio: {counts.sum()} points: {said} {why}" in output
     assert "attnio: reports: results/index.html" in output
 
 
@@ -107,7 +109,8 @@ def is_timed(job: dict) -> bool:
 def test_no_job_runs_beside_a_timed_one(study):
     jobs = job_intervals(study)
     timed = [j for j in jobs if is_timed(j)]
-    assert len(timed) == 1 + 8 + 4 + 1  # ceilings, ci's torch points (float16, float32, large)
+    # ceilings, ci's torch points (float16, float32, large), and its torch backward points
+    assert len(timed) == 1 + 8 + 4 + 1 + 2
     for job in timed:
         for other in jobs:
             if other is not job:
@@ -177,7 +180,10 @@ def test_validation_verdicts_are_recorded(study):
     assert len(files) == 10  # 6 implementations in float16, 4 torch paths in float32
     tile_file = study / "results" / "validate" / "triton_tile_softmax_float16_bm16-bn32.json"
     tile = json.loads(tile_file.read_text())
-    assert {r["verdict"] for r in tile} == {"pass", "fail"} and all(r["as_expected"] for r in tile)
+    forward = [r for r in tile if r.get("direction", "forward") == "forward"]
+    assert {r["verdict"] for r in forward} == {"pass", "fail"} and all(r["as_expected"] for r in forward)
+    # the backward points' validation: its gradient refused (its forward is wrong on purpose)
+    assert {r["verdict"] for r in tile if r not in forward} == {"refused"}
 
 
 def test_a_backend_the_device_lacks_is_a_skipped_record_naming_it(study):
@@ -552,7 +558,7 @@ def test_the_ci_estimate_holds_against_the_ci_study(study):
         (study / "snakemake-output.txt").read_text()
     ), said
     assert took * left / 1.5 <= found["total_s"] <= 1.5 * took, said
-    assert found["points"] == 31 and found["device"] == "cpu"
+    assert found["points"] == 37 and found["device"] == "cpu"
 
 
 # --- leaves (on copies of the shared ci study, here so that it runs once) ---
@@ -736,13 +742,14 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     assert (results / f"{RECORD}.damaged").read_text() == damage[RECORD]
     assert read_record(results / RECORD)["tokens"] == 100  # made again
     table = pd.read_csv(study / "results" / "metrics.csv")
+    backward = pd.read_csv(study / "results" / "backward.csv")
 
     def closing_line(missing: int) -> str:
-        counts = table["status"].value_counts().to_dict()
+        counts = pd.concat([table, backward])["status"].value_counts().to_dict()
         counts["ok"] -= missing
         said = [f"{counts[s]} {s}" for s in ("ok", "skipped", "failed") if counts.get(s)]
         said += [f"{missing} missing"] if missing else []
-        return f"attnio: {len(table)} points: {', '.join(said)} (why: "
+        return f"attnio: {len(table) + len(backward)} points: {', '.join(said)} (why: "
 
     assert closing_line(missing=1) in said  # metrics.csv still has the point: the disk has not
     assert f"attnio: no usable record: results/{FLASH_RECORD}; a plain run makes them" in said

@@ -224,6 +224,7 @@ ORDER = (
     "build_table",
     "predict",
     "predict_stages",
+    "backward_model",
     "ceilings",
     "measure",
     "gather",
@@ -393,6 +394,26 @@ def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | Non
 LEVEL_SAMPLING_S = 4 * 0.3
 
 
+# The backward's crossing walks every tile pair of its fused model at each T of its range
+# (kernels.study.backward_predictions): about 3 million pairs a second, measured on the
+# 2-core development machine (the ci preset's two shapes: 12.6 million pairs in 4.2 s).
+MODEL_TILE_PAIRS_PER_S = 3e6
+TRAINING_BLOCKS = (64, 64)  # the blocks of the training shape's crossing (Point's defaults)
+
+
+def backward_model_seconds(points: list[Point], script_s: float) -> float:
+    """The backward_model job: its script's start, and the crossing's tile pairs per shape."""
+    from kernels.study.backward_predictions import CROSSING_TOKENS
+
+    shapes = {
+        (p.head_dim, p.dtype, p.causal, p.block_m, p.block_n) for p in points if p.backward and p.triton
+    }
+    pairs = sum(-(-t // bm) * -(-t // bn) for *_, bm, bn in shapes for t in CROSSING_TOKENS)
+    bm, bn = TRAINING_BLOCKS
+    pairs += sum(-(-t // bm) * -(-t // bn) for t in CROSSING_TOKENS)
+    return script_s + pairs / MODEL_TILE_PAIRS_PER_S
+
+
 def ceilings_seconds(machine: Machine) -> float:
     """The ceilings job: a DRAM copy and a square product, each timed like a point (sizes of
     kernels.measure.ceilings), their inputs filled, and the levels' copies and the
@@ -505,6 +526,8 @@ def jobs(plan: Plan, machine: Machine) -> tuple[list[Job], list[str]]:
     predicted = add("predict", "predict", s.script_s, [table])
     ceilings = add("ceilings", "ceilings", ceilings_seconds(machine), exclusive=True, gpu=on_gpu)
     staged = add("predict_stages", "predict_stages", s.script_s, [ceilings])
+    backward_seconds = backward_model_seconds(plan.points, s.script_s)
+    backward_model = add("backward_model", "backward_model", backward_seconds, [ceilings])
     measures: dict[str, list[str]] = {}
     for point in plan.points:
         after = [validations[point.validation_name], ceilings]
@@ -517,7 +540,7 @@ def jobs(plan: Plan, machine: Machine) -> tuple[list[Job], list[str]]:
     gathers = [add("gather", f"gather {g}", s.script_s, measures.get(g, [])) for g in plan.gathers]
     collect = add("collect", "collect", s.script_s, [*gathers, env])
     produced = {"collect": [collect], "model": [model], "predict": [predicted], "env": [env]}
-    produced |= {"predict_stages": [staged]}
+    produced |= {"predict_stages": [staged], "backward_model": [backward_model]}
     produced |= {"tile_errors": tile, "build_table": [table]}
     notebooks, pages = [], []
     for report, rules in plan.reports.items():

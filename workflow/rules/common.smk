@@ -479,7 +479,12 @@ def print_run_summary(failed=False):
     kinds = ("ok", "skipped", "failed", "missing", "damaged")
     said = ", ".join(f"{counts[s]} {s}" for s in kinds if counts[s]) or "none"
     table = Path(RESULTS, "metrics.csv")
-    why = f"{table}, column reason" if table.exists() else f"each record under {RESULTS}/points/"
+    tables = [table] + [Path(RESULTS, "backward.csv")] * any(p.backward for p in POINTS)
+    why = (
+        f"{' and '.join(map(str, tables))}, column reason"
+        if all(t.exists() for t in tables)
+        else f"each record under {RESULTS}/points/"
+    )
     logger.info(f"attnio: {len(POINTS)} points: {said} (why: {why})")
     if busy:
         logger.warning(
