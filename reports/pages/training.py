@@ -103,12 +103,18 @@ def kept_finding(backward: pd.DataFrame) -> str:
     )
     if len(rows) > len(modelled):
         text += f" ({names(rows[rows['saved_model_bytes'].isna()]['impl'])}: no model)"
-    longest = rows[rows["tokens"] == rows["tokens"].max()].sort_values("saved_bytes")
+    paths = rows.groupby("tokens")["impl"].nunique()
+    compared = paths[paths > 1]
+    if compared.empty:  # one path per length: nothing to set beside it
+        one = rows.sort_values("tokens").iloc[-1]
+        return text + f". At {_point(one)} {one['impl']} keeps {number(one['saved_bytes'] / MIB)} MiB."
+    longest = rows[rows["tokens"] == compared.index.max()].sort_values("saved_bytes")
     least, most = longest.iloc[0], longest.iloc[-1]
     return (
-        text + f". At the longest T measured ({_point(most)}) {most['impl']} keeps "
-        f"{number(most['saved_bytes'] / MIB)} MiB and {least['impl']} {number(least['saved_bytes'] / MIB)} "
-        f"MiB, {number(most['saved_bytes'] / least['saved_bytes'])} times less."
+        text + f". At the longest T measured for more than one path ({_point(most)}) {most['impl']} "
+        f"keeps {number(most['saved_bytes'] / MIB)} MiB and {least['impl']} "
+        f"{number(least['saved_bytes'] / MIB)} MiB, {number(most['saved_bytes'] / least['saved_bytes'])} "
+        "times less."
     )
 
 
