@@ -26,13 +26,13 @@ from collections.abc import Iterable
 from functools import cache
 
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import hierarchy
+from kernels.study import hierarchy, stage_predictions
 from kernels.study.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
 from kernels.study.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
 from kernels.study.gpus import GPUS
 from kernels.study.hierarchy import Machine
 from kernels.study.point import Point
-from kernels.study.stage_predictions import machines
+from kernels.study.stage_predictions import KEY, machines
 from kernels.study.sweep import points as sweep_points
 
 MS = 1e3
@@ -40,19 +40,11 @@ CASES = (("warm_low", True, False), ("warm_high", False, False), ("cold", True, 
 STORED, RECOMPUTED = "triton_naive", "triton_flash"  # the two designs the crossing compares
 CROSSING_TOKENS = tuple(2**i for i in range(7, 17))  # 128 … 65,536
 TRAINING_PATHS = ("torch_naive", "triton_naive", "triton_s_only", "triton_flash")
-KEY = ("impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n")
-PREDICTION_COLUMNS = (
-    *KEY,
-    "target",
-    "kernel",
-    "does",
-    "bytes",
-    "handoff_bytes",
-    "footprint_bytes",
-    "flops",
-    "exps",
-    *(f"predicted_{case}_ms" for case, _, _ in CASES),
-    *(f"bound_{case}" for case, _, _ in CASES),
+# the forward's stage predictions' columns, a kernel in place of a stage and no op-rate times
+PREDICTION_COLUMNS = tuple(
+    "kernel" if column == "stage" else column
+    for column in stage_predictions.COLUMNS
+    if not column.startswith(("expected_", "largest_"))
 )
 CROSSING_COLUMNS = (
     "target",
