@@ -26,17 +26,16 @@ from collections.abc import Iterable
 from functools import cache
 
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import hierarchy, stage_predictions
+from kernels.study import stage_predictions
 from kernels.study.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
 from kernels.study.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
 from kernels.study.gpus import GPUS
 from kernels.study.hierarchy import Machine
 from kernels.study.point import Point
-from kernels.study.stage_predictions import KEY, machines
+from kernels.study.stage_predictions import CASES, KEY, machines, predicted_row
 from kernels.study.sweep import points as sweep_points
 
 MS = 1e3
-CASES = (("warm_low", True, False), ("warm_high", False, False), ("cold", True, True))
 STORED, RECOMPUTED = "triton_naive", "triton_flash"  # the two designs the crossing compares
 CROSSING_TOKENS = tuple(2**i for i in range(7, 17))  # 128 … 65,536
 TRAINING_PATHS = ("torch_naive", "triton_naive", "triton_s_only", "triton_flash")
@@ -95,27 +94,8 @@ def kernel_costs(point: Point) -> tuple:
 def kernel_times(point: Point, machine: Machine) -> list[dict]:
     """Each kernel of the point's backward on one machine: its cost and, per case, the time
     and what bounds it."""
-    rows = []
-    for cost in kernel_costs(point):
-        ends = {
-            case: hierarchy.stage_time(cost, machine, point=point, optimistic=optimistic, cold=cold)
-            for case, optimistic, cold in CASES
-        }
-        rows.append(
-            {
-                "target": machine.name,
-                "kernel": cost.stage,
-                "does": cost.does,
-                "bytes": cost.bytes,
-                "handoff_bytes": cost.handoff_bytes,
-                "footprint_bytes": cost.footprint_bytes,
-                "flops": cost.flops,
-                "exps": cost.exps,
-            }
-            | {f"predicted_{case}_ms": found["time_s"] * MS for case, found in ends.items()}
-            | {f"bound_{case}": found["bound"] for case, found in ends.items()}
-        )
-    return rows
+    rows = [predicted_row(cost, point, machine) for cost in kernel_costs(point)]
+    return [{"kernel" if k == "stage" else k: v for k, v in row.items()} for row in rows]
 
 
 def backward_ms(point: Point, machine: Machine, case: str) -> float:

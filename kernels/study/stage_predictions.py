@@ -65,36 +65,42 @@ def machines(ceilings: dict | None) -> tuple[list[Machine], str | None]:
         return found, str(err)
 
 
+# the cases every prediction is given in: warm (optimistic and pessimistic) and cold
+CASES = (("warm_low", True, False), ("warm_high", False, False), ("cold", True, True))
+
+
+def predicted_row(cost, point: Point, machine: Machine) -> dict:
+    """One stage's (or kernel's) cost on one machine and, per case, its time and what bounds
+    it: the part of a row the forward's stages and the backward's kernels share."""
+    ends = {
+        case: hierarchy.stage_time(cost, machine, point=point, optimistic=optimistic, cold=cold)
+        for case, optimistic, cold in CASES
+    }
+    return (
+        {
+            "target": machine.name,
+            "stage": cost.stage,
+            "does": cost.does,
+            "bytes": cost.bytes,
+            "handoff_bytes": cost.handoff_bytes,
+            "footprint_bytes": cost.footprint_bytes,
+            "flops": cost.flops,
+            "exps": cost.exps,
+        }
+        | {f"predicted_{case}_ms": found["time_s"] * MS for case, found in ends.items()}
+        | {f"bound_{case}": found["bound"] for case, found in ends.items()}
+    )
+
+
 def stage_rows(point: Point, machine: Machine) -> list[dict]:
     """Each stage of one point on one machine, as table rows."""
-    rows = []
-    for stage in stage_costs(point):
-        ends = {
-            case: hierarchy.stage_time(stage, machine, point=point, optimistic=optimistic, cold=cold)
-            for case, optimistic, cold in (
-                ("warm_low", True, False),
-                ("warm_high", False, False),
-                ("cold", True, True),
-            )
-        }
-        rows.append(
-            {name: getattr(point, name) for name in KEY}
-            | {
-                "target": machine.name,
-                "stage": stage.stage,
-                "does": stage.does,
-                "bytes": stage.bytes,
-                "handoff_bytes": stage.handoff_bytes,
-                "footprint_bytes": stage.footprint_bytes,
-                "flops": stage.flops,
-                "exps": stage.exps,
-            }
-            | {f"predicted_{case}_ms": found["time_s"] * MS for case, found in ends.items()}
-            | {f"bound_{case}": found["bound"] for case, found in ends.items()}
-            | {"largest_cache_bytes": machine.largest_cache_bytes}
-            | expected_columns(stage, point, machine)
-        )
-    return rows
+    return [
+        {name: getattr(point, name) for name in KEY}
+        | predicted_row(stage, point, machine)
+        | {"largest_cache_bytes": machine.largest_cache_bytes}
+        | expected_columns(stage, point, machine)
+        for stage in stage_costs(point)
+    ]
 
 
 def expected_columns(stage, point: Point, machine: Machine) -> dict:
