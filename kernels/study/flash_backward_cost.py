@@ -16,8 +16,6 @@ same pairs, from the two sides:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from kernels.study.cost import cdiv
 
 ROW_BYTES = 4  # LSE and Delta: float32
@@ -25,18 +23,32 @@ DKDV_PRODUCTS = 4  # S, dV, dP, dK
 DQ_PRODUCTS = 3  # S, dP, dQ
 
 
-def visited_pairs(point) -> Iterator[tuple[int, int]]:
-    """(query block, key block) of every tile pair the main kernels compute."""
-    T, bm, bn = point.tokens, point.block_m, point.block_n
-    for m in range(cdiv(T, bm)):
-        last_row = min(T, (m + 1) * bm) - 1
-        for n in range(cdiv(T, bn)):
-            if not point.causal or n * bn <= last_row:
-                yield m, n
-
-
 def _valid(first: int, block: int, T: int) -> int:
     return min(block, T - first)
+
+
+def key_blocks_visited(point, m: int) -> int:
+    """How many key blocks query block ``m`` visits (the first ones): all of them full, those
+    whose first key is at most the block's last row causal. Counted per row of blocks, so
+    that a long T costs T / BLOCK_M steps rather than one per tile pair."""
+    T, bm, bn = point.tokens, point.block_m, point.block_n
+    blocks = cdiv(T, bn)
+    if not point.causal:
+        return blocks
+    last_row = min(T, (m + 1) * bm) - 1
+    return min(blocks, last_row // bn + 1)
+
+
+def _pair_counts(point) -> tuple[int, int, int]:
+    """(visited pairs, query rows streamed by dkdv, key rows streamed by dq)."""
+    T, bm, bn = point.tokens, point.block_m, point.block_n
+    pairs = streamed_rows = streamed_keys = 0
+    for m in range(cdiv(T, bm)):
+        visited = key_blocks_visited(point, m)
+        pairs += visited
+        streamed_rows += visited * _valid(m * bm, bm, T)
+        streamed_keys += min(visited * bn, T)  # the valid keys of the first `visited` blocks
+    return pairs, streamed_rows, streamed_keys
 
 
 def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
@@ -44,12 +56,8 @@ def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
     ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, groups and e)."""
     T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
-    bm, bn = point.block_m, point.block_n
     row_tensor = T * d * e  # one (T, d) tensor of one (b, h), once
-    streamed_rows = streamed_keys = 0  # rows of query (dkdv) and key (dq) blocks loaded
-    for m, n in visited_pairs(point):
-        streamed_rows += _valid(m * bm, bm, T)
-        streamed_keys += _valid(n * bn, bn, T)
+    _, streamed_rows, streamed_keys = _pair_counts(point)  # rows of query (dkdv) and key (dq) blocks
     return {
         ("delta", "O", "load"): G * row_tensor,
         ("delta", "DO", "load"): G * row_tensor,
@@ -76,6 +84,6 @@ def flops_flash_backward(point) -> int:
     """FLOPs of the tile products as executed: 2·BLOCK_M·BLOCK_N·d for each of the 7 products
     of every visited tile pair, padded and masked tiles counted whole. With T a multiple of
     both blocks: 14·B·H·T²·d full, 7·B·H·d·T·(T + max(BLOCK_M, BLOCK_N)) causal."""
-    pairs = sum(1 for _ in visited_pairs(point))
+    pairs = _pair_counts(point)[0]
     per_product = 2 * point.block_m * point.block_n * point.head_dim
     return point.groups * pairs * (DKDV_PRODUCTS + DQ_PRODUCTS) * per_product
