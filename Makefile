@@ -18,8 +18,15 @@ $(STAMP): pyproject.toml
 
 # The suite on the CPU; tests marked gpu (tests/test_gpu.py) run on a GPU machine with
 # `pytest -m gpu` (scripts/gpu_study.sh does).
-test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q --durations=15 -m "not gpu"
+# It prints its wall time (lint and suite, the environment's installation not counted): the
+# budget is 5 minutes on the development machine (docs/testing.md).
+test: venv
+	@started=$$(date +%s); \
+	$(MAKE) --no-print-directory lint && \
+	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu"; \
+	status=$$?; \
+	echo "make test: lint and suite took $$(( $$(date +%s) - started )) s (budget: 300 s, docs/testing.md)"; \
+	exit $$status
 
 # The whole study with the default config (config/config.yaml); results land in results/.
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.

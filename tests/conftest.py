@@ -2,9 +2,11 @@
 before any kernel module imports triton, so it is set here, first."""
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
+import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,21 +18,25 @@ import pytest  # noqa: E402
 
 from kernels.measure import contention  # noqa: E402
 
-# The files with the longest set-ups (whole studies, every page on a dozen grids, the GPU
-# study's compiles, a SLURM cluster) go first: each test worker takes whole files
-# (`--dist loadfile`, so a file's shared study is made once), and started first, the long
-# ones do not leave one worker running alone at the end.
+# The order in which the two test workers take whole files (`--dist loadfile`, with
+# `--no-loadscope-reorder` so that this order holds): the shared ci study's own file first, so
+# that one worker makes the study while the other takes the long files that need no study;
+# the files that copy the study after those, when it is made; the short files fill the end.
 FIRST = (
-    "test_contention.py",  # its competing process first, before the studies whose time is estimated
+    "test_workflow.py",  # makes the shared study (conftest.study), then reads it
+    "test_contention.py",  # its competing process beside the study, whose load is recorded
     "test_reports_any_grid.py",
-    "test_workflow.py",
-    "test_example_plugin.py",
     "test_preflight.py",
     "test_slurm.py",
+    "test_example_plugin.py",
     "test_warm_worker.py",
-    "test_reports_any_study.py",
-    "test_build_workflow.py",
     "test_workflow_plan.py",
+    "test_reports_any_study.py",
+    "test_workflow_copies.py",  # copies of the shared study: made by now, or nearly
+    "test_build_workflow.py",
+    "test_expected.py",
+    "test_trust.py",
+    "test_wheels.py",
 )
 
 
@@ -40,15 +46,34 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def study(tmp_path_factory):
-    """The ci preset run once through the real workflow, as a user runs it inside a checkout,
-    here one whose path has a space, a non-ASCII letter and a shell metacharacter, with an
-    environment whose path has them too (every rule's python, Snakemake's script: rules
-    included); its results are shared."""
+def study(tmp_path_factory, worker_id):
+    """The ci preset run once per suite run through the real workflow, as a user runs it
+    inside a checkout, here one whose path has a space, a non-ASCII letter and a shell
+    metacharacter, with an environment whose path has them too (every rule's python,
+    Snakemake's script: rules included). Both test workers share it: the first to ask makes
+    it under a file lock, the other waits and reads it (a failed run fails both, once). Tests
+    read it, or change a copy of it (study_copy); only test_workflow.py runs Snakemake in it."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":  # every xdist worker's base folder sits in the run's own
+        shared = shared.parent
+    folder = shared / "shared-study"
+    workdir = folder / "attn io ü;x"
+    with open(shared / "shared-study.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even on a crash
+        outcome = folder / "outcome.txt"
+        if not outcome.exists():
+            folder.mkdir(exist_ok=True)
+            outcome.write_text(make_study(folder, workdir))
+    said = outcome.read_text()
+    assert said == "ok", said
+    return workdir
+
+
+def make_study(folder: Path, workdir: Path) -> str:
+    """Runs the ci study into workdir: "ok", or why it failed."""
     from workflow_run import checkout_copy, snakemake, spaced_python
 
-    folder = tmp_path_factory.mktemp("study")
-    workdir = checkout_copy(folder / "attn io ü;x")
+    checkout_copy(workdir)
     started = time.perf_counter()
     with contention.watched(2, own_seconds=children_cpu_seconds) as load, reaping_orphans():
         done = snakemake(
@@ -62,11 +87,19 @@ def study(tmp_path_factory):
             python=spaced_python(folder),
         )
     took = time.perf_counter() - started  # what the budget's estimate is held against
-    assert done.returncode == 0, done.stderr[-3000:]
+    if done.returncode != 0:
+        return "the ci study failed:\n" + done.stderr[-3000:]
     (workdir / "snakemake-output.txt").write_text(done.stdout + done.stderr)
     (workdir / "study-seconds.txt").write_text(f"{took:.1f}\n")
     (workdir / "study-load.json").write_text(json.dumps(load))  # the CPUs the other tests kept busy
-    return workdir
+    return "ok"
+
+
+def study_copy(study: Path, dest: Path) -> Path:
+    """A copy of the shared study for a test that changes it, without the locks and the
+    in-progress markers of a Snakemake run the other worker may have going in it."""
+    skip = shutil.ignore_patterns("locks", "incomplete")
+    return Path(shutil.copytree(study, dest, symlinks=True, ignore=skip))
 
 
 def children_cpu_seconds() -> float:
