@@ -18,13 +18,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-# The ci preset's settings with a smaller sweep: every kind of job once (timed: ceilings
-# and a torch point; not timed: validations, an interpreted Triton point, provenance). The
-# builds are compiler work, tested without SLURM, and the full ci sweep runs in the shared
-# study; here they would only lengthen the suite.
+# The ci preset's settings with a one-point sweep: each kind of SLURM job once, timed
+# (ceilings and the torch point: a node of their own) and not timed (the validation and the
+# provenance: shared). What runs is not the question here (the interpreted Triton paths and
+# the builds are tested without SLURM, the full ci sweep in the shared study): a Triton point
+# would only add its interpreted validation, which the exclusive ceilings wait behind.
 SMALL = """build: {targets: []}
 sweep:
-  - impls: [torch_naive, triton_flash]
+  - impls: [torch_naive]
     tokens: [16]
     head_dim: [16]
     dtype: [float16]
@@ -79,11 +80,11 @@ def test_a_small_study_runs_through_slurm(tmp_path):
             check=True,
         ).stdout.split()
     states = [line.split("|")[0] for line in queue]
-    # env, ceilings, 2 validations, 2 points; gathering and tables run locally
-    assert len(states) == 6
+    # env, ceilings, the validation and the point; gathering and tables run locally
+    assert len(states) == 4
     assert set(states) == {"COMPLETED"}
     table = pd.read_csv(work / "results" / "metrics.csv")
-    assert len(table) == 2 and (table["status"] == "ok").all()
+    assert len(table) == 1 and (table["status"] == "ok").all()
     # a job that times kernels had a node of its own (--exclusive: not oversubscribable)
     timed = re.compile(r"rule_ceilings|rule_measure_wildcards_torch_naive_")
     owned = {comment: share == "NO" for _, comment, share in (line.split("|") for line in queue)}
