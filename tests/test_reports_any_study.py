@@ -10,6 +10,7 @@ default paths read) and writes DIR/rendered.json."""
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import os
@@ -51,6 +52,11 @@ def _shell():
         return b""
 
     IPython.core.pylabtools.print_figure = drawn
+    # and drawn once: pyplot's own hook would draw every open figure again after each cell
+    # (a kernel's interactive redraw; its errors are only printed, so it catches nothing)
+    import matplotlib.pyplot as plt
+
+    shell.events.unregister("post_execute", plt._draw_all_if_interactive)
     return shell
 
 
@@ -147,13 +153,23 @@ TILE_ERRORS = [
 ]
 
 
-def write_study(results: Path, sweep: list[dict], validation: list[dict] | None) -> pd.DataFrame:
+def write_study(
+    results: Path, sweep: list[dict], validation: list[dict] | None, measured: dict | None = None
+) -> pd.DataFrame:
     """results/ as the workflow would leave it for this sweep, minus the reports: the
-    records measured here, the model's tables, provenance, ceilings, no build."""
+    records measured here (a point another study measured with the same validation
+    results is not measured again: ``measured`` keeps them), the model's tables,
+    provenance, ceilings, no build."""
     from kernels.measure.run import measure
     from kernels.study.sweep import points
 
-    records = [measure(point, "cpu", seed=0, validation=validation) for point in points(sweep)]
+    measured = {} if measured is None else measured
+    records = []
+    for point in points(sweep):
+        key = (point, json.dumps(validation))
+        if key not in measured:
+            measured[key] = measure(point, "cpu", seed=0, validation=validation)
+        records.append(copy.deepcopy(measured[key]))
     ceilings = {"device": "cpu", "device_name": "test CPU", "threads": 2, "copy_gbps": 10.0}
     ceilings |= {"matmul_tflops": 0.05, "matmul_dtype": "float32", "call_us": None}
     ceilings["levels"] = [{"level": "DRAM", "bytes": None, "footprint_bytes": 1 << 28, "copy_gbps": 10.0}]
@@ -188,9 +204,9 @@ def rendered(tmp_path_factory) -> dict:
     """name → Study: its metrics, {page: outputs and error}, the index's HTML (None where
     the index is not rendered) and its results folder."""
     base = tmp_path_factory.mktemp("studies")
-    metrics = {}
+    metrics, measured = {}, {}
     for name, (sweep, validation) in STUDIES.items():
-        metrics[name] = write_study(base / name / "results", sweep, validation)
+        metrics[name] = write_study(base / name / "results", sweep, validation, measured)
     shutil.copytree(base / "one_point", base / GARBAGE)
     (base / GARBAGE / "results" / "env.json").write_text("garbage{\n")
     metrics[GARBAGE] = metrics["one_point"]

@@ -109,9 +109,10 @@ def roofline(nbytes: float, work: int, gpu: Gpu, peak: float) -> tuple[float, st
     return max(memory, compute), "memory" if memory >= compute else "compute"
 
 
-def kernels(point: Point, gpu: Gpu) -> list[KernelPrediction]:
-    """Each kernel of the point, in launch order, with its band and time bounds."""
-    moves = transfers(point)
+def kernels(point: Point, gpu: Gpu, moves: list[Transfer] | None = None) -> list[KernelPrediction]:
+    """Each kernel of the point, in launch order, with its band and time bounds (from
+    ``moves``, the point's transfers, when the caller has them already)."""
+    moves = transfers(point) if moves is None else moves
     per_product = flops(point) // 2
     peak = product_flops_per_s(point, gpu)
     found = []
@@ -128,11 +129,14 @@ def kernels(point: Point, gpu: Gpu) -> list[KernelPrediction]:
     return found
 
 
-def predict(point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None) -> dict:
+def predict(
+    point: Point, gpu: Gpu, found: list[KernelPrediction] | None = None, moves: list[Transfer] | None = None
+) -> dict:
     """One point on one GPU: the band of DRAM bytes, the time bounds and what bounds them
-    (from ``found``, the point's kernels on that GPU, when the caller has them already)."""
-    found = kernels(point, gpu) if found is None else found
-    moves = transfers(point)
+    (from ``found``, the point's kernels on that GPU, and ``moves``, its transfers, when the
+    caller has them already)."""
+    moves = transfers(point) if moves is None else moves
+    found = kernels(point, gpu, moves) if found is None else found
     footprint = matrix_bytes(point)
     return {
         "gpu": gpu.name,

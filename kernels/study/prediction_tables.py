@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kernels.io.atomic import write_csv_atomic
 from kernels.study import predict
+from kernels.study.cost import transfers
 from kernels.study.gpus import GPUS, Gpu
 from kernels.study.launch import build_failure
 from kernels.study.point import Point
@@ -79,6 +80,7 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
         label = shape_label(shape)
         for tokens in sorted(set(GRID_TOKENS) | swept.get(label, set())):
             sized = replace(shape, tokens=tokens)
+            moves = {}  # each point's transfers, the same on every GPU: computed once
             for gpu in gpus:
                 for path, point in predict.path_points(sized, plugins).items():
                     base = {
@@ -94,8 +96,10 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
                     if reason:
                         rows.append(base | {"launch_reason": reason})
                         continue
-                    found = predict.kernels(point, gpu)
-                    summary = predict.predict(point, gpu, found)
+                    if point not in moves:
+                        moves[point] = transfers(point)
+                    found = predict.kernels(point, gpu, moves[point])
+                    summary = predict.predict(point, gpu, found, moves[point])
                     rows.append(
                         base | {k: v for k, v in summary.items() if k not in base} | {"launch_reason": None}
                     )
