@@ -13,11 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
-from workflow_run import ROOT, snakemake, start, worker_processes
+from workflow_run import ROOT, seed_ceilings, snakemake, start, worker_processes
 from workflow_run import env as workflow_env
 
 from kernels.io.compare import differences as record_differences
@@ -201,9 +202,18 @@ QUICK = ["sdpa", "16"]  # a neighbour without stages: the chain below measures i
 
 @pytest.fixture(scope="module")
 def own_quick(tmp_path_factory) -> dict:
+    """The quick neighbour measured by a process of its own: opted out (ATTNIO_WORKER=0)
+    inside a live session, which then has started no worker."""
     workdir = tmp_path_factory.mktemp("own-quick")
+    run = session.begin(workdir / "results", leak_mb=LEAK_MB)
     env = workflow_env() | {"ATTNIO_INTERPRET": "1", "ATTNIO_WORKER": "0"}
-    return measure(env, workdir, *QUICK)
+    try:
+        record = measure(env | {session.RUN_VARIABLE: str(run.folder)}, workdir, *QUICK)
+        used = sorted(p.name for p in run.folder.iterdir())  # a lane claimed leaves its lock
+    finally:
+        session.end(run)
+    assert used == ["exits", session.RUN_FILE], f"an opted-out command used the session: {used}"
+    return record
 
 
 def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, own_quick):
@@ -212,19 +222,39 @@ def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, o
     interpreter lock), leak, replace a torch function or leave a thread running, each between
     two ordinary points: the breaking point is measured by the worker of the point before it;
     one that crashed, hung or leaked is recorded as failed with the reason; the next point
-    runs in a fresh worker, with the record a process of its own gives."""
-    before = measure(warm, tmp_path, *QUICK)
-    assert differences(before, own_quick) == []
-    for impl, limit, said in BREAKERS:
-        broken = measure(warm, tmp_path, impl, limit=limit)
-        after = measure(warm, tmp_path, *QUICK)
+    runs in a fresh worker, with the record a process of its own gives. Two such chains run
+    side by side, each in a session of its own (its own workers), so that the fresh workers'
+    start-up (torch's import) overlaps."""
+    other = session.begin(tmp_path / "results-b", leak_mb=LEAK_MB)
+    chains = [(warm, BREAKERS[0::2]), (warm | {session.RUN_VARIABLE: str(other.folder)}, BREAKERS[1::2])]
+    try:
+        with ThreadPoolExecutor(len(chains)) as pool:
+            done = [
+                pool.submit(break_one_after_another, env, Path(tmp_path, str(i)), own_quick, breakers)
+                for i, (env, breakers) in enumerate(chains)
+            ]
+            for chain in done:
+                chain.result()  # its failure, raised here
+    finally:
+        session.end(other)
+    assert not worker_processes(other.folder), "a worker outlived its session"
+    assert sorted(i for _, breakers in chains for i, _, _ in breakers) == sorted(i for i, _, _ in BREAKERS)
+
+
+def break_one_after_another(env: dict, workdir: Path, own: dict, breakers: list) -> None:
+    workdir.mkdir()
+    before = measure(env, workdir, *QUICK)
+    assert differences(before, own) == []
+    for impl, limit, said in breakers:
+        broken = measure(env, workdir, impl, limit=limit)
+        after = measure(env, workdir, *QUICK)
         if impl in FAILS:
             assert broken["status"] == "failed" and said in broken["reason"], f"{impl}: {broken['reason']}"
         else:
             assert broken["status"] == "ok" and said in broken["_log"], f"{impl}: {broken['_log'][-2000:]}"
         assert broken["process"]["pid"] == before["process"]["pid"], impl
         assert broken["process"]["points_before"] == before["process"]["points_before"] + 1, impl
-        assert after["status"] == "ok" and differences(after, own_quick) == [], impl
+        assert after["status"] == "ok" and differences(after, own) == [], impl
         assert after["process"]["pid"] != before["process"]["pid"], f"{impl}: the worker was not replaced"
         assert after["process"]["points_before"] == 0, impl
         before = after
@@ -257,9 +287,11 @@ def test_a_cuda_error_ends_the_worker_and_the_next_point_runs_in_a_fresh_one(war
     assert differences(before, after) == []
 
 
-def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(warm, tmp_path):
-    record = measure(warm | {"ATTNIO_WORKER": "0"}, tmp_path, *NEIGHBOUR)
-    assert record["process"]["warm"] is False
+def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(own_process, own_quick):
+    """The module's records of processes of their own: one without a session, one opted out
+    (ATTNIO_WORKER=0) inside a live session."""
+    assert own_process["process"]["warm"] is False and own_process["process"]["points_before"] == 0
+    assert own_quick["process"]["warm"] is False and own_quick["process"]["points_before"] == 0
 
 
 # --- whole runs: no worker outlives its run, however it ends ---------------------------------
@@ -271,6 +303,7 @@ def test_a_validation_past_its_limit_is_recorded_and_the_study_goes_on(tmp_path,
     points are recorded as skipped naming the limit; the neighbour's point is measured."""
     limits = {"limits": {"rule_seconds": {"validate": 10}}}
     targets = [f"results/gathered/{impl}_float16.jsonl" for impl in ("warm_sleeps", "torch_naive")]
+    seed_ceilings(tmp_path)  # the ceilings job is no part of this question (a minute of it)
     done = snakemake(
         tmp_path, *targets, *small_study(tmp_path, "warm_sleeps", **limits), environment=plugin_env
     )
@@ -292,7 +325,7 @@ def small_study(tmp_path: Path, impl: str, **more) -> list[str]:
     """Snakemake's arguments for a study of the neighbour and one of this test's points
     (``more``: other settings)."""
     config = tmp_path / "small.yaml"
-    sweep = {"impls": ["torch_naive", impl], "tokens": [16], "head_dim": [16]}
+    sweep = {"impls": ["torch_naive", impl], "tokens": [16], "head_dim": [16], "causal": [False]}
     settings = {"build": {"targets": []}, "sweep": sweep, "plugins": ["warm_faults"]} | more
     config.write_text(yaml.safe_dump(settings))
     presets = [str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "presets" / "ci.yaml")]
