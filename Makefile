@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test reproduce lint format clean
+.PHONY: venv test coverage reproduce lint format clean
 
 venv: $(STAMP)
 
@@ -27,6 +27,15 @@ test: venv
 	status=$$?; \
 	echo "make test: lint and suite took $$(( $$(date +%s) - started )) s (budget: 300 s, docs/testing.md)"; \
 	exit $$status
+
+# A benchmark run, not part of `make test`: the suite under coverage, every Python subprocess
+# measured (pyproject.toml, [tool.coverage]); the line coverage of kernels/, reports/ and
+# workflow/scripts/ that docs/testing.md holds against its previous figure.
+coverage: lint
+	rm -rf .coverage-data && mkdir .coverage-data
+	ATTNIO_COVERAGE_DATA=$(CURDIR)/.coverage-data/.coverage $(BIN)/python -m pytest -n 2 -q \
+	  --durations=15 -m "not gpu" --cov --cov-config=pyproject.toml --cov-report=
+	ATTNIO_COVERAGE_DATA=$(CURDIR)/.coverage-data/.coverage $(BIN)/coverage report | tail -1
 
 # The whole study with the default config (config/config.yaml); results land in results/.
 # Rule shells call `python`, so the environment's bin folder goes first on PATH.
