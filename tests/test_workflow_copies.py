@@ -165,7 +165,6 @@ def test_a_page_that_fails_takes_no_other_down(study, tmp_path):
 # counts the records on disk. Reports and the index are leaves too. All on copies of the shared
 # ci study (conftest.study).
 
-CONFIG = ("--configfile", str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "presets" / "ci.yaml"))
 
 RECORD = "points/sdpa/float32/B1-H1-T100-d16-causal-na-normal.json"
 FLASH_RECORD = "points/sdpa_flash/float32/B1-H1-T100-d16-causal-na-normal.json"
