@@ -1,5 +1,7 @@
 """The suite runs on CPU: Triton kernels go through the interpreter. The switch must be set
-before any kernel module imports triton, so it is set here, first."""
+before any kernel module imports triton, so it is set here, first. Every study of the suite
+sees the same small machine (tests/suite_machine.py: a 4 MiB L3 through ATTNIO_SYSFS_CPU),
+whatever caches the machine running it has."""
 
 import ctypes
 import fcntl
@@ -12,6 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("ATTNIO_INTERPRET", "1")
+
+import suite_machine  # noqa: E402
+
+os.environ["ATTNIO_SYSFS_CPU"] = str(suite_machine.tree())
 
 
 import pytest  # noqa: E402
