@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from kernels import catalog
+from kernels.measure.timing import CPU_MAX_SECONDS
 from kernels.spec import (
     BLOCK_SIZES,
     CALL_BUDGET_SECONDS,
@@ -35,6 +36,7 @@ from kernels.spec import (
     JOB_LIMIT_SECONDS,
     MAX_GRID_YZ,
     MAX_TOKENS,
+    STAGE_MIN_SECONDS,
 )
 from kernels.study.point import (
     Point,
@@ -352,6 +354,18 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
         default=JOB_LIMIT_SECONDS,
         help="seconds after which the measurement stops and the record says failed",
     )
+    cmd.add_argument(
+        "--cpu-seconds",
+        type=positive_seconds,
+        help="on a CPU, the most seconds the point's call is timed, stable or not "
+        f"(default {CPU_MAX_SECONDS:g})",
+    )
+    cmd.add_argument(
+        "--stage-seconds",
+        type=positive_seconds,
+        help="on a CPU, the least seconds the stages' warm and cold passes take "
+        f"(default {STAGE_MIN_SECONDS['cpu']:g})",
+    )
     cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
 
 
@@ -567,6 +581,7 @@ def run_measure(args: argparse.Namespace) -> int:
     from kernels.io.records import write_record
     from kernels.measure.deadline import deadline
     from kernels.measure.run import base_record, measure, now
+    from kernels.measure.timing import Windows, default_windows, windows
 
     builds = [load_json(path, "--require-build") for path in args.require_build or []]
     validation = load_json(args.require_validation, "--require-validation")
@@ -581,7 +596,9 @@ def run_measure(args: argparse.Namespace) -> int:
         "reason": f"stopped after the time limit of {args.time_limit:g} s per measure job (--time-limit)",
     }
     on_expiry = lambda: write_record(timed_out | {"finished_at": now()}, args.out)  # noqa: E731
-    with deadline(args.time_limit, on_expiry) as lock:
+    default = default_windows()
+    chosen = Windows(args.cpu_seconds or default.cpu_seconds, args.stage_seconds or default.stage_seconds)
+    with deadline(args.time_limit, on_expiry) as lock, windows(chosen):
         try:
             record = measure(
                 point,

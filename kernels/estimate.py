@@ -443,12 +443,14 @@ def machine_of(params, plan_device: str, gpu, calibration: dict, device: str, ce
     from kernels.study.cases import shapes_for
 
     seconds, outputs = calibration["seconds"], calibration["outputs"]
+    chosen = params.timing  # config timing: the measure jobs' windows on a CPU
     windows = budget.Windows(
         timing.CPU_MIN_SECONDS,
-        timing.CPU_MAX_SECONDS,
+        chosen["cpu_seconds"],
         timing.CPU_MIN_SAMPLES,
         CUDA_WARMUP_MS / 1e3,
         CUDA_REP_MS / 1e3,
+        cpu_stage_s=chosen["stage_seconds"],
     )
     startup = budget.Startup(
         shell_s=(seconds["shell0"] + seconds["shell1"]) / 2,

@@ -213,11 +213,15 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
     config["sweep"][0]["tokens"] = [16, 100, 40]
     changed = tmp_path / "changed.yaml"
     changed.write_text(yaml.safe_dump(config))
-    dry = snakemake(study, "-n", "--cores", "2", "--configfile", DEFAULT, str(changed))
+    dry = snakemake(study, "-n", "-p", "--cores", "2", "--configfile", DEFAULT, str(changed))
     assert dry.returncode == 0, dry.stderr[-2000:]
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
     assert stats["measure"] == "12"  # 6 impls × causal and not, at the new T only
     assert "validate" not in stats  # env reruns: it records the config hash
+    # the preset's timing windows reach every measure command
+    commands = re.findall(r"^\s*python -m kernels measure .*$", dry.stdout, re.M)
+    windows = "--cpu-seconds {cpu_seconds} --stage-seconds {stage_seconds}".format(**config["timing"])
+    assert len(commands) == 12 and all(windows in c for c in commands), commands[:1]
 
 
 # --- the HTML reports, looked at as a person would ---------------------------------------

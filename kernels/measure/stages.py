@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.measure.timing import summary
+from kernels.measure.timing import current_windows, summary
 from kernels.spec import (
     CUDA_FLUSH_BYTES,
     STAGE_FEWEST_PASSES,
@@ -87,10 +87,11 @@ def time_stages(stages: list[Stage], device: str, last_level_bytes: int | None =
     one_pass(stages, None)  # warm-up: first touch of every buffer, compilation on a GPU
     warm: list[list[float]] = [[] for _ in stages]
     cold: list[list[float]] = [[] for _ in stages]
+    least = STAGE_MIN_SECONDS[device] if device == "cuda" else current_windows().stage_seconds
     started, passes = time.perf_counter(), 0
     while passes < STAGE_MAX_PASSES:
         elapsed = time.perf_counter() - started
-        if passes >= STAGE_MIN_PASSES and elapsed >= STAGE_MIN_SECONDS[device]:
+        if passes >= STAGE_MIN_PASSES and elapsed >= least:
             break
         if passes >= STAGE_FEWEST_PASSES and elapsed >= STAGE_MAX_SECONDS:
             break

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import NamedTuple
 
 from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS
 
@@ -17,6 +20,40 @@ CPU_MIN_SECONDS = 0.2  # of timed runs before the median may count as stable
 CPU_MAX_SECONDS = 3.0  # after which the measurement stops, stable or not (spread recorded)
 CPU_STABLE_IQR = 0.1  # interquartile range / median at which it is stable
 CPU_MIN_SAMPLES = 10  # a slow call still gets this many samples (within CPU_MAX_SECONDS)
+
+
+class Windows(NamedTuple):
+    """How long a point is timed on a CPU (config ``timing``): its call at most
+    ``cpu_seconds``, stable or not; its stages' warm and cold passes at least
+    ``stage_seconds`` (kernels.measure.stages). A quick study (the ci preset) asks for less."""
+
+    cpu_seconds: float
+    stage_seconds: float
+
+
+_WINDOWS: ContextVar[Windows | None] = ContextVar("timing_windows", default=None)
+
+
+def default_windows() -> Windows:
+    from kernels.spec import STAGE_MIN_SECONDS
+
+    return Windows(CPU_MAX_SECONDS, STAGE_MIN_SECONDS["cpu"])
+
+
+def current_windows() -> Windows:
+    """The windows of the command running now: those it was given, else the defaults."""
+    return _WINDOWS.get() or default_windows()
+
+
+@contextmanager
+def windows(chosen: Windows | None) -> Iterator[None]:
+    """Time with ``chosen`` inside the block (None: the defaults); a warm worker's next
+    command starts from the defaults again."""
+    token = _WINDOWS.set(chosen)
+    try:
+        yield
+    finally:
+        _WINDOWS.reset(token)
 
 
 def summary(samples_ms: list[float], calls: int) -> dict:
@@ -42,11 +79,10 @@ def time_cpu(fn: Callable[[], object], threads: int) -> dict:
     started = time.perf_counter()
     fn()  # warm-up: allocator, lazy initialization; also sizes the run for slow calls
     warm_up = time.perf_counter() - started
-    min_run = min(CPU_MAX_SECONDS, max(CPU_MIN_SECONDS, CPU_MIN_SAMPLES * warm_up))
+    most = current_windows().cpu_seconds
+    min_run = min(most, max(min(CPU_MIN_SECONDS, most), CPU_MIN_SAMPLES * warm_up))
     timer = Timer("fn()", globals={"fn": fn}, num_threads=threads)
-    found = timer.adaptive_autorange(
-        threshold=CPU_STABLE_IQR, min_run_time=min_run, max_run_time=CPU_MAX_SECONDS
-    )
+    found = timer.adaptive_autorange(threshold=CPU_STABLE_IQR, min_run_time=min_run, max_run_time=most)
     samples = [t * 1e3 for t in found.times]
     return summary(samples, len(samples) * found.number_per_run)
 

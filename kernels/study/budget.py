@@ -95,6 +95,7 @@ class Windows:
     cuda_warmup_s: float  # do_bench's warm-up window
     cuda_rep_s: float  # and its timed one
     cuda_flush_bytes: int = 256 << 20  # L2 flushed before each timed call (do_bench's buffer)
+    cpu_stage_s: float = STAGE_MIN_SECONDS["cpu"]  # the stages' passes at least (config timing)
 
 
 @dataclass(frozen=True)
@@ -355,9 +356,8 @@ def stages_seconds(point: Point, call: float, machine: Machine) -> float:
     if not stages or (machine.device == "cpu" and point.triton):
         return 0.0
     per_pass = 2 * call + stages * flush_seconds(machine)
-    passes = min(
-        STAGE_MAX_PASSES, max(STAGE_MIN_PASSES, math.ceil(STAGE_MIN_SECONDS[machine.device] / per_pass))
-    )
+    least = machine.windows.cpu_stage_s if machine.device == "cpu" else STAGE_MIN_SECONDS[machine.device]
+    passes = min(STAGE_MAX_PASSES, max(STAGE_MIN_PASSES, math.ceil(least / per_pass)))
     if passes * per_pass > STAGE_MAX_SECONDS:
         passes = max(STAGE_FEWEST_PASSES, min(passes, math.ceil(STAGE_MAX_SECONDS / per_pass)))
     return call + passes * per_pass

@@ -26,6 +26,7 @@ rule budget:
         rules=lambda wc: sorted(rule.name for rule in workflow.rules),
         interpreter_limit=config["interpreter_limit"],
         call_seconds=config["limits"]["call_seconds"],
+        timing=config["timing"],
         ceilings_json=f"{RESULTS}/ceilings.json",
         preflight_json=f"{RESULTS}/preflight.json",
         # on a GPU validation waits for the preflight (a rehearsal plans without it)

@@ -53,6 +53,8 @@ rule measure:
         threads=threads_option,
         budget=config["limits"]["call_seconds"],
         time_limit=config["limits"]["job_seconds"],
+        cpu_seconds=config["timing"]["cpu_seconds"],
+        stage_seconds=config["timing"]["stage_seconds"],
         ncu=[] if config["ncu"] else ["--no-ncu"],
         builds=lambda wc, input: (
             ["--require-build", *input.builds, "--required-targets", *REQUIRED_TARGETS]
@@ -63,5 +65,6 @@ rule measure:
         "python -m kernels measure {params.point:q} --device {params.device:q} "
         "--seed {params.seed:q} --interpreter-limit {params.limit:q} {params.ncu:q} "
         "{params.threads:q} --ceilings {input.ceilings:q} --budget-seconds {params.budget:q} "
-        "--time-limit {params.time_limit:q} --require-validation {input.validation:q} "
+        "--time-limit {params.time_limit:q} --cpu-seconds {params.cpu_seconds:q} "
+        "--stage-seconds {params.stage_seconds:q} --require-validation {input.validation:q} "
         "{params.builds:q} --out {output:q} > {log:q} 2>&1"
