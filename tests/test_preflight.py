@@ -3,12 +3,15 @@ machine and held against its limits, before a GPU minute is spent; validation on
 leaves out, naming why, the cases found unlaunchable."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import yaml
 from workflow_run import ROOT, env, snakemake
 
+from kernels.build.compile import PTXAS_LOG
 from kernels.build.targets import TARGETS
 from kernels.spec import DEFAULT_BLOCK, FUSED_LAUNCH_CANDIDATES, HEAD_DIMS
 from kernels.study.cases import CUDA_SHAPES
@@ -17,7 +20,21 @@ from kernels.study.point import Point
 from kernels.study.sweep import points
 
 CONFIG = ROOT / "config"
-TIMEOUT = 900  # a hang guard: the GPU study's preflight compiles ~80 variants in about a minute
+# a hang guard: with Triton's cache empty the GPU study's preflight compiles 275 variants, about
+# 3 minutes on two busy cores; with the cache warm it recalls them in seconds
+TIMEOUT = 900
+# the launches of the points named after the output file, compiled for the targets before them
+# (comma-separated): the preflight's machinery on a plan of the test's own, no validation cases
+MEASURED = """
+import json, sys
+from kernels.impl.mode import set_interpret
+set_interpret(False)
+from kernels.build import preflight
+from kernels.study.point import Point
+out, targets, *names = sys.argv[1:]
+plan = [p for p in preflight.point_plan([Point.from_name(n) for n in names]) if p.use == "measure"]
+open(out, "w").write(json.dumps(preflight.preflight(plan, targets.split(","), jobs=2)))
+"""
 
 
 def kernels_cli(*args: str) -> subprocess.CompletedProcess:
@@ -28,8 +45,21 @@ def kernels_cli(*args: str) -> subprocess.CompletedProcess:
     return done
 
 
+def preflight_of(out: Path, targets, *names: str, environment: dict | None = None) -> dict:
+    """The preflight's findings for the measured launches of the points ``names``."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED, str(out), ",".join(targets), *names],
+        capture_output=True, text=True, timeout=TIMEOUT, env=environment or env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
 def test_every_launch_of_the_gpu_study_fits_the_gpu_it_runs_on(tmp_path):
-    """The preset scripts/gpu_study.sh runs, through the same rule the script runs first."""
+    """The preset scripts/gpu_study.sh runs, through the same rule the script runs first.
+    Slow (about 3 minutes) only where Triton's cache lacks the study's 275 kernels: the first
+    run after a kernel changed compiles what changed, later runs recall the rest (the cache is
+    keyed on everything the compile reads, see test_a_compiled_kernel_is_recalled_...)."""
     presets = [str(CONFIG / "config.yaml"), str(CONFIG / "presets" / "gpu_study.yaml")]
     done = snakemake(tmp_path, "--cores", "2", "preflight", "--configfile", *presets, timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -61,14 +91,9 @@ def test_the_default_launch_fits_every_head_dim_on_every_known_target(tmp_path):
     ]
     # the GPU study's blocks at d = 256: Triton's own 3 stages ask 263,168 B, over sm_90's limit
     wide = Point("triton_flash", 1, 2, 256, 256, "bfloat16", False, 128, 64).name
-    out = tmp_path / "build.json"
-    kernels_cli(
-        "build", "--no-candidates", "--target", *TARGETS, "--point", *names, wide,
-        "--out", str(out), "--artifacts", str(tmp_path / "artifacts"),
-    )  # fmt: skip
-    result = json.loads(out.read_text())
-    [wide_variant] = result["points"][wide]
-    records = result["variants"]
+    found = preflight_of(tmp_path / "found.json", TARGETS, *names, wide)
+    [wide_variant] = {r["variant"] for r in found["launches"] if r["what"] == wide}
+    records = found["variants"]
     assert len(records) == (len(HEAD_DIMS) + 1) * len(TARGETS)
     for r in records:
         if r["variant"] == wide_variant and TARGETS[r["target"]].max_shared_per_block < 160 << 10:
@@ -76,6 +101,41 @@ def test_the_default_launch_fits_every_head_dim_on_every_known_target(tmp_path):
             assert r["status"] == "failed" and "shared memory" in r["reason"]
         else:
             assert r["status"] == "ok", (r["target"], r["constants"], r["reason"])
+
+
+def cache_files(cache: Path) -> dict[Path, int]:
+    """Every file in a Triton cache folder, by its inode: Triton writes a compile's files
+    anew (a new inode each), so an unchanged map means nothing was compiled."""
+    return {p: p.stat().st_ino for p in cache.rglob("*") if p.is_file()}
+
+
+def test_a_compiled_kernel_is_recalled_with_its_findings_and_compiled_where_the_cache_lacks_them(
+    tmp_path,
+):
+    """The preflight takes a kernel from Triton's cache, with the ptxas log kept beside it,
+    instead of compiling it again; what it finds is the same. A kernel cached without its
+    log (as a GPU job's JIT leaves it) is compiled again. In a cache of the test's own, so
+    that the compiling path runs on every run of the suite."""
+    cache = tmp_path / "triton-cache"
+    environment = env() | {"TRITON_CACHE_DIR": str(cache)}
+    small = Point("triton_naive", 1, 2, 100, 16, "float16", True, 16, 16).name
+    first = preflight_of(tmp_path / "first.json", ["sm_80", "sm_90"], small, environment=environment)
+    assert len(first["variants"]) == 6 and all(r["registers"] > 0 for r in first["variants"])
+    logs = sorted(cache.rglob(PTXAS_LOG))
+    assert len(logs) == 6  # one kernel folder per variant and target: the key holds the target
+    compiled = cache_files(cache)
+    again = preflight_of(tmp_path / "again.json", ["sm_80", "sm_90"], small, environment=environment)
+    assert cache_files(cache) == compiled  # recalled: nothing compiled, nothing written
+    same = ("compile_s",)
+    assert [{k: v for k, v in r.items() if k not in same} for r in again["variants"]] == [
+        {k: v for k, v in r.items() if k not in same} for r in first["variants"]
+    ]
+    assert again["launches"] == first["launches"]
+    for log in logs:
+        os.remove(log)
+    lost = preflight_of(tmp_path / "lost.json", ["sm_80", "sm_90"], small, environment=environment)
+    assert sorted(cache.rglob(PTXAS_LOG)) == logs  # compiled again, each log kept again
+    assert [r["registers"] for r in lost["variants"]] == [r["registers"] for r in first["variants"]]
 
 
 def test_validation_leaves_out_the_cases_that_cannot_launch_and_says_why(tmp_path):

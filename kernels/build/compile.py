@@ -85,22 +85,19 @@ def run_tool(tool, *args: str) -> str:
 def compile_variant(launch: Launch, target_name: str, artifacts: Path | None) -> dict:
     """Compile one launch for one target; the record says ok or failed, never raises for the
     kernel's own faults. Without ``artifacts`` only the resources the target's limits are
-    held against are read (from the ptxas log: no SASS, nothing kept)."""
-    from triton import knobs
-    from triton.compiler import compile as triton_compile
-
+    held against are read (from the ptxas log: no SASS, no artifacts), and a kernel Triton's
+    cache holds with its log is not compiled again (compile_or_recall)."""
     require_compiled_mode()
     target = gpu_target(target_name)
     src, options = specialize(launch, target)
     record = describe(launch, src, options)
     record |= {"variant": variant_id(record), "target": target_name}
-    log = io.StringIO()
     started = time.perf_counter()
     try:
-        with knobs.nvidia.scope(), knobs.compilation.scope(), contextlib.redirect_stdout(log):
-            knobs.nvidia.dump_ptxas_log = True  # ptxas -v: spills
-            knobs.compilation.always_compile = True  # honest compile time; cache still written
-            compiled = triton_compile(src, target=target, options=options.__dict__)
+        if artifacts is None:  # the preflight: the limits only, from Triton's cache where it can
+            compiled, ptxas_log = compile_or_recall(src, target, options)
+        else:  # a build: always compiled, its time the budget's calibration (kernels.estimate)
+            compiled, ptxas_log = compile_with_log(src, target, options, always=True)
     except Exception as err:  # noqa: BLE001 - the compiler's message is the record
         return record | {
             "status": "failed",
@@ -109,8 +106,46 @@ def compile_variant(launch: Launch, target_name: str, artifacts: Path | None) ->
         }
     record["compile_s"] = time.perf_counter() - started
     if artifacts is None:
-        return record | limits_only(compiled, log.getvalue(), target_name)
-    return record | inspect(compiled, log.getvalue(), target_name, artifacts / record["variant"])
+        return record | limits_only(compiled, ptxas_log, target_name)
+    return record | inspect(compiled, ptxas_log, target_name, artifacts / record["variant"])
+
+
+PTXAS_LOG = "attnio-ptxas-v.log"  # beside a kernel in Triton's cache: what ptxas said of it
+
+
+def compile_with_log(src, target, options, always: bool) -> tuple:
+    """(CompiledKernel, the ``ptxas -v`` log) of one compile; ``always``: compiled even when
+    Triton's cache has it. The log is "" where Triton took the kernel from its cache (ptxas
+    did not run); otherwise it is kept in the kernel's cache folder for compile_or_recall."""
+    from triton import knobs
+    from triton.compiler import compile as triton_compile
+    from triton.runtime.cache import get_cache_manager
+
+    log = io.StringIO()
+    with knobs.nvidia.scope(), knobs.compilation.scope(), contextlib.redirect_stdout(log):
+        knobs.nvidia.dump_ptxas_log = True  # ptxas -v: registers, shared memory, spills
+        knobs.compilation.always_compile = always  # the cache is written either way
+        compiled = triton_compile(src, target=target, options=options.__dict__)
+    if log.getvalue():
+        get_cache_manager(compiled.hash).put(log.getvalue(), PTXAS_LOG, binary=False)
+    return compiled, log.getvalue()
+
+
+def compile_or_recall(src, target, options) -> tuple:
+    """(CompiledKernel, ptxas log) as compile_with_log, taken from Triton's cache when an
+    earlier compile of this very kernel left its log there. Triton's cache key covers the
+    kernel's source and what it calls, the specialization, the options, the target, Triton and
+    ptxas, so a kernel that changed in any way is compiled again; and the cache still holds
+    every kernel the preflight checked, for the jobs after it."""
+    from triton.runtime.cache import get_cache_manager
+
+    compiled, ptxas_log = compile_with_log(src, target, options, always=False)
+    if ptxas_log:  # compiled just now
+        return compiled, ptxas_log
+    kept = get_cache_manager(compiled.hash).get_file(PTXAS_LOG)
+    if kept:
+        return compiled, Path(kept).read_text()
+    return compile_with_log(src, target, options, always=True)  # cached without its log: by the JIT
 
 
 def compiler_message(err: Exception) -> str:
