@@ -75,11 +75,20 @@ def refuse_duplicate_keys(path):
             stack.append((value_node, keys + [key_node.value]))
 
 
+_STRICT = []  # the validator, made once per run: every config file and --config use it
+
+
 def _strict_integers():
     """The schema's validator, with integers that are ints (not 3.0) and enums that match
     in type as well as value (16.0 is not 16, True is not 1)."""
-    with open(CONFIG_SCHEMA, encoding="utf-8") as stream:
-        schema = yaml.safe_load(stream)
+    if not _STRICT:
+        _STRICT.append(_strict_validator())
+    return _STRICT[0]
+
+
+def _strict_validator():
+    with open(CONFIG_SCHEMA, encoding="utf-8") as stream:  # our own file: libyaml where it is
+        schema = yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     base = jsonschema.validators.validator_for(schema)
     checker = base.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int)
 
