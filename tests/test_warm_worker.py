@@ -59,6 +59,8 @@ def warm_killed(q, k, v, *, causal):
 
 @implementation("warm_sleeps", stores="SP")
 def warm_sleeps(q, k, v, *, causal):
+    if os.environ.get("WARM_FAULTS_ENTERED"):  # a test waits for this rather than guessing
+        open(os.environ["WARM_FAULTS_ENTERED"], "w").close()
     time.sleep(600)
 
 
@@ -108,22 +110,29 @@ def warm_threads(q, k, v, *, causal):
 """
 NEIGHBOUR = ["torch_naive", "16"]
 LEAK_MB = 64
+# the records are compared here, not the times: the shortest timing windows (a worker's
+# record must equal a process of its own's whatever the windows; both get these)
+WINDOWS = ["--cpu-seconds", "0.02", "--stage-seconds", "0.01"]
 
 
-@pytest.fixture
-def plugin_env(tmp_path) -> dict:
-    (tmp_path / "warm_faults.py").write_text(PLUGIN)
+@pytest.fixture(scope="module")
+def plugin_env(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("plugin")
+    (folder / "warm_faults.py").write_text(PLUGIN)
     return workflow_env() | {
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)]),
         "ATTNIO_PLUGINS": "warm_faults",
         "ATTNIO_INTERPRET": "1",
     }
 
 
-@pytest.fixture
-def warm(tmp_path, plugin_env):
-    """A session whose run is this test's process; its workers end with the test."""
-    run = session.begin(tmp_path / "results", leak_mb=LEAK_MB)
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory, plugin_env):
+    """A session whose run is this test process, shared by the module's tests (a worker
+    started once serves the next test: the tests assert relative to the worker they find);
+    its workers end with the module."""
+    run = session.begin(tmp_path_factory.mktemp("warm") / "results", leak_mb=LEAK_MB)
+    os.environ.pop(session.RUN_VARIABLE, None)  # named in the tests' env only
     yield plugin_env | {session.RUN_VARIABLE: str(run.folder)}
     session.end(run)
     assert not worker_processes(run.folder), "a worker outlived its session"
@@ -134,7 +143,7 @@ def measure(
 ) -> dict:
     out = workdir / f"{impl}-{tokens}-{time.monotonic_ns()}.json"
     args = ["--impl", impl, "--batch", "1", "--heads", "1", "--tokens", tokens, "--head-dim", "16"]
-    args += ["--dtype", "float32", "--device", device, "--threads", "1", "--no-ncu"]
+    args += ["--dtype", "float32", "--device", device, "--threads", "1", "--no-ncu", *WINDOWS]
     done = subprocess.run(
         [sys.executable, "-m", "kernels", "measure", *args, "--time-limit", str(limit), "--out", str(out)],
         env=env,
@@ -178,7 +187,8 @@ def test_points_share_one_worker_and_their_records_say_so(warm, tmp_path, own_pr
     found = [measure(warm, tmp_path, impl, tokens) for impl, tokens in (NEIGHBOUR, ("sdpa", "16"), NEIGHBOUR)]
     processes = [r["process"] for r in found]
     assert {p["pid"] for p in processes} == {processes[0]["pid"]} != {os.getpid()}
-    assert [p["points_before"] for p in processes] == [0, 1, 2]
+    first = processes[0]["points_before"]  # 0 when this test runs first in its session
+    assert [p["points_before"] for p in processes] == [first, first + 1, first + 2]
     assert all(p["warm"] for p in processes)
     assert own_process["process"]["warm"] is False and own_process["process"]["points_before"] == 0
     for record in (found[0], found[2]):
@@ -190,8 +200,8 @@ def test_points_share_one_worker_and_their_records_say_so(warm, tmp_path, own_pr
 BREAKERS = [
     ("warm_segfault", 120, "SIGSEGV (a segmentation fault)"),
     ("warm_killed", 120, "SIGKILL (killed: the out-of-memory killer, or kill -9)"),
-    ("warm_sleeps", 2, "stopped after the time limit of 2 s per measure job"),
-    ("warm_holds_the_lock", 2, "had not stopped the command itself 3 s later, so it was killed"),
+    ("warm_sleeps", 1, "stopped after the time limit of 1 s per measure job"),
+    ("warm_holds_the_lock", 1, "had not stopped the command itself 3 s later, so it was killed"),
     ("warm_leaks", 120, "memory leaked: the process held"),
     ("warm_patches", 120, "replaced torch functions (torch.softmax by warm_faults)"),
     ("warm_threads", 120, "thread(s) running"),
@@ -206,6 +216,7 @@ def own_quick(tmp_path_factory) -> dict:
     inside a live session, which then has started no worker."""
     workdir = tmp_path_factory.mktemp("own-quick")
     run = session.begin(workdir / "results", leak_mb=LEAK_MB)
+    os.environ.pop(session.RUN_VARIABLE, None)  # named in the command's env only
     env = workflow_env() | {"ATTNIO_INTERPRET": "1", "ATTNIO_WORKER": "0"}
     try:
         record = measure(env | {session.RUN_VARIABLE: str(run.folder)}, workdir, *QUICK)
@@ -226,6 +237,7 @@ def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, o
     side by side, each in a session of its own (its own workers), so that the fresh workers'
     start-up (torch's import) overlaps."""
     other = session.begin(tmp_path / "results-b", leak_mb=LEAK_MB)
+    os.environ.pop(session.RUN_VARIABLE, None)  # named in the chain's env only
     chains = [(warm, BREAKERS[0::2]), (warm | {session.RUN_VARIABLE: str(other.folder)}, BREAKERS[1::2])]
     try:
         with ThreadPoolExecutor(len(chains)) as pool:
@@ -263,9 +275,10 @@ def test_a_poisoned_process_is_set_back_for_the_next_point(warm, tmp_path, own_p
     """Thread count, default dtype, seed, backend flags, signal handlers, environment and
     working folder changed by a point are set back: the next point runs in the same worker
     with the record of a process of its own."""
-    measure(warm, tmp_path, "warm_poisons")
+    poisoned = measure(warm, tmp_path, "warm_poisons")
     after = measure(warm, tmp_path, *NEIGHBOUR)
-    assert after["process"]["points_before"] == 1
+    assert after["process"]["pid"] == poisoned["process"]["pid"]
+    assert after["process"]["points_before"] == poisoned["process"]["points_before"] + 1
     assert differences(after, own_process) == []
     assert after["threads"] == own_process["threads"] == 1
 
@@ -299,9 +312,14 @@ def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(own_
 def test_a_validation_past_its_limit_is_recorded_and_the_study_goes_on(tmp_path, plugin_env):
     """A plugin whose call hangs (600 s) in validation: the validate job stops at
     limits.rule_seconds.validate, writing every case not run as timeout, and the plugin's
-    points are recorded as skipped naming the limit; the neighbour's point is measured."""
+    points are recorded as skipped naming the limit; the neighbour's point is measured. Slow
+    by nature: the validation runs to the schema's least limit (10 s)."""
     limits = {"limits": {"rule_seconds": {"validate": 10}}}
-    targets = [f"results/gathered/{impl}_float16.jsonl" for impl in ("warm_sleeps", "torch_naive")]
+    # the two points' records (gathering them is tested on the shared study)
+    targets = [
+        f"results/points/{impl}/float16/B1-H1-T16-d16-full-na-normal.json"
+        for impl in ("warm_sleeps", "torch_naive")
+    ]
     seed_ceilings(tmp_path)  # the ceilings job is no part of this question (a minute of it)
     done = snakemake(
         tmp_path, *targets, *small_study(tmp_path, "warm_sleeps", **limits), environment=plugin_env
@@ -312,12 +330,10 @@ def test_a_validation_past_its_limit_is_recorded_and_the_study_goes_on(tmp_path,
     )
     verdicts = json.loads((tmp_path / "results/validate/warm_sleeps_float16_na.json").read_text())
     assert {v["verdict"] for v in verdicts} == {"timeout"} and verdicts[0]["message"] == said
-    gathered = [
-        json.loads(line) for target in targets for line in (tmp_path / target).read_text().splitlines()
-    ]
-    statuses = {(r["impl"], r["status"]) for r in gathered}
+    records = [json.loads((tmp_path / target).read_text()) for target in targets]
+    statuses = {(r["impl"], r["status"]) for r in records}
     assert statuses == {("warm_sleeps", "skipped"), ("torch_naive", "ok")}, statuses
-    assert all(said in r["reason"] for r in gathered if r["impl"] == "warm_sleeps")
+    assert said in records[0]["reason"]
 
 
 def small_study(tmp_path: Path, impl: str, **more) -> list[str]:
@@ -351,11 +367,13 @@ def test_no_worker_outlives_its_run(tmp_path, plugin_env, ending):
         assert done.returncode != 0, done.stderr[-3000:]
     else:
         target = "results/validate/warm_sleeps_float16_na.json"  # its validation sleeps
-        run = start(tmp_path, target, *small_study(tmp_path, "warm_sleeps"), environment=plugin_env)
-        deadline = time.time() + 180
-        while time.time() < deadline and not any(f.glob("worker-*.pid") for f in run_folders(tmp_path)):
-            time.sleep(0.2)
-        time.sleep(3)  # the worker is inside the sleeping validation now
+        entered = tmp_path / "entered"  # written by the plugin as its call starts to sleep
+        environment = plugin_env | {"WARM_FAULTS_ENTERED": str(entered)}
+        run = start(tmp_path, target, *small_study(tmp_path, "warm_sleeps"), environment=environment)
+        deadline = time.time() + 180  # a hang guard: about 5 s when idle
+        while time.time() < deadline and not entered.exists():
+            time.sleep(0.1)
+        assert entered.exists(), "the validation never reached the sleeping call"
         signalled = time.monotonic()
         os.killpg(run.pid, ENDINGS[ending])
         run.wait(60)
