@@ -398,41 +398,23 @@ def job_stats(output: str) -> dict[str, int]:
     return {rule: started.count(rule) for rule in dict.fromkeys(started) if rule != "all"}
 
 
-def idle_share(load: dict) -> float:
-    """The share of the machine's CPUs the other processes left the study (1 unmeasured)."""
-    if load["verdict"] == "unknown":
-        return 1.0
-    return max(0.0, 1 - load["others_cpus"] / load["cpus"])
-
-
-@pytest.mark.xfail(
-    reason="the shared study now runs beside the other worker's long files; the estimate's "
-    "load correction misses by more than 1.5x in a fresh clone (issue 44 note; issue 46 rewrites it)",
-    strict=False,
-)
-def test_the_ci_estimate_holds_against_the_ci_study(study):
-    """The budget rule run where the ci study ran (the study fixture records its wall time):
-    its estimate of that study, from this machine's figures measured now, within a factor of
-    1.5 of what the study took, with every rule's jobs counted as the run had them. The
-    estimate is for an idle machine; the study ran beside the other tests, so the lower
-    bound is the study's time on the CPUs they left it (where the study's jobs ran side by
-    side it would have been that much faster alone; a chain of one job at a time, no faster)."""
+def test_the_budget_plans_the_jobs_the_ci_study_ran(study):
+    """The budget rule run where the ci study ran: its plan holds every rule's jobs as the
+    run had them, for every point, on the study's device. Whether its time is right is a
+    benchmark's question, asked on an idle machine (`make estimate-check`,
+    scripts/estimate_check.py): beside the other tests no time can be held to a bound."""
     done = snakemake(
         study, "budget", "--forcerun", "budget", "--cores", "2",
         "--configfile", "config/config.yaml", "config/presets/ci.yaml", timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads((study / "results" / "budget.json").read_text())
-    took = float((study / "study-seconds.txt").read_text())
-    load = json.loads((study / "study-load.json").read_text())
-    left = idle_share(load)
-    said = "\n".join(budget.summary(found)) + f"\nthe study took {took:.0f} s; {load['reason']}"
-    print(said)  # shown with -rA: the estimate beside the run, rule by rule
+    said = "\n".join(budget.summary(found))
+    print(said)  # shown with -rA: the estimate rule by rule
     assert {rule: e["jobs"] for rule, e in found["rules"].items()} == job_stats(
         (study / "snakemake-output.txt").read_text()
     ), said
-    assert took * left / 1.5 <= found["total_s"] <= 1.5 * took, said
-    assert found["points"] == 37 and found["device"] == "cpu"
+    assert found["points"] == 37 and found["device"] == "cpu" and found["total_s"] > 0
 
 
 def test_the_run_ends_with_the_summary_and_the_index_not_the_input_list(study):

@@ -1,0 +1,85 @@
+"""A benchmark, not a test (`make estimate-check`): the ci study run alone in a scratch copy
+of this checkout, then the budget rule's estimate of that study from this machine's figures,
+held to a factor of 1.5 of what the run took. An estimate of time can only be judged on a
+machine that does nothing else: the run's contention (kernels.measure.contention) is printed
+beside the verdict, and a busy run says that its verdict does not count.
+
+    .venv/bin/python scripts/estimate_check.py [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kernels.measure.contention import watched
+from kernels.study import budget
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ["--configfile", "config/config.yaml", "config/presets/ci.yaml"]
+FACTOR = 1.5
+
+
+def copy_checkout(dest: Path) -> None:
+    """Tracked and untracked files that git does not ignore, as a fresh clone would hold them."""
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode()  # fmt: skip
+    for name in filter(None, listing.split("\0")):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+
+
+def snakemake(workdir: Path, *args: str) -> None:
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--cores", "2", *args]
+    done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"snakemake {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+
+
+def children_cpu_seconds() -> float:
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, help="run in this folder and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="attnio-estimate-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    copy_checkout(workdir)
+    started = time.perf_counter()
+    with watched(2, own_seconds=children_cpu_seconds) as load:
+        snakemake(workdir, *CONFIG)
+    took = time.perf_counter() - started
+    snakemake(workdir, "budget", "--forcerun", "budget", *CONFIG)
+    found = json.loads((workdir / "results" / "budget.json").read_text())
+    print("\n".join(budget.summary(found)))
+    ratio = found["total_s"] / took
+    said = f"the study took {took:.0f} s, the estimate said {found['total_s']:.0f} s ({ratio:.2f}x)"
+    print(f"{said}; {load['reason']}")
+    if not args.keep:
+        shutil.rmtree(workdir)
+    if load["verdict"] == "busy":
+        print("the machine was busy while the study ran: this verdict does not count; run it again alone")
+        return 2
+    within = 1 / FACTOR <= ratio <= FACTOR
+    print(f"{'within' if within else 'NOT within'} a factor of {FACTOR}")
+    return 0 if within else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
