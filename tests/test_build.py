@@ -4,9 +4,9 @@ read back with the cuobjdump Triton ships."""
 import importlib.util
 import json
 import re
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,10 +20,10 @@ TRITON = Path(importlib.util.find_spec("triton").origin).parent
 CUOBJDUMP = TRITON / "backends" / "nvidia" / "bin" / "cuobjdump"
 SMALL = "triton_naive/float16/B1-H2-T100-d16-causal-bm16-bn16-normal"
 FUSED = "triton_flash/float16/B1-H2-T128-d64-causal-bm64-bn64-normal"
-# the materialized path's P·V kernel with 256 × 256 blocks at d = 256: 512 KiB of shared memory
+# the materialized path's P·V kernel with 256 × 256 blocks at d = 128: 384 KiB of shared memory
 # and more, beyond every target (the fused kernel's default launch picks its pipelining depth
-# to fit, see test_preflight.py)
-TOO_BIG = "triton_naive/float16/B1-H1-T64-d256-full-bm256-bn256-normal"
+# to fit, see test_preflight.py); at d = 128, not 256, its scores kernel compiles in half the time
+TOO_BIG = "triton_naive/float16/B1-H1-T64-d128-full-bm256-bn256-normal"
 
 
 def kernels_cli(*args, timeout=300):
@@ -51,12 +51,19 @@ def build(tmp: Path, *points: str, candidates: bool = True) -> dict:
     return json.loads(out.read_text())
 
 
+def children_cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The build of SMALL and FUSED, and the CPU seconds it took (its process, ptxas and
+    cuobjdump): what the build costs, whatever else the machine runs beside the suite."""
     tmp = tmp_path_factory.mktemp("build")
-    started = time.perf_counter()
+    started = children_cpu_seconds()
     result = build(tmp, SMALL, FUSED)
-    return result, time.perf_counter() - started
+    return result, children_cpu_seconds() - started
 
 
 def by_kernel(result, kernel, target):
@@ -71,7 +78,8 @@ def by_kernel(result, kernel, target):
 
 def test_small_kernels_build_for_both_targets_in_seconds(built):
     result, seconds = built
-    assert seconds < 90  # four small variants and one 64×64 fused kernel, two targets
+    # four small variants and one 64×64 fused kernel, two targets: about 15 s of CPU
+    assert seconds < 90
     assert result["points"][SMALL] and len(result["points"][SMALL]) == 3
     for target in ("sm_80", "sm_90"):
         kernels = {r["kernel"] for r in result["variants"] if r["target"] == target}

@@ -3,7 +3,9 @@ call, the fused kernel's launch candidates, every validation case of every valid
 and the cases of the tests marked gpu — compiled for the target and held against its limits
 (shared memory per block, registers per block, threads), naming each launch that cannot run
 and why. Spills are named too: such a launch runs, slowly (a candidate that spills is not
-timed). Runs anywhere: Triton compiles for a target without its GPU.
+timed). Runs anywhere: Triton compiles for a target without its GPU. A kernel that Triton's
+cache holds with its ptxas log (an earlier preflight's or build's) is taken from there instead
+of compiled again (kernels.build.compile.compile_or_recall): the same findings, in seconds.
 
 On the GPU machine the target is the local GPU, and validation leaves out, with the reason,
 the cases found here to be unlaunchable (``validate --preflight``) instead of failing them.
