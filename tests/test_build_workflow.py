@@ -8,11 +8,14 @@ import yaml
 from workflow_run import ROOT, seed_ceilings, snakemake
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
-# the materialized path's P·V kernel with 256 × 256 blocks at d = 256 asks for more shared
-# memory than any target has (the fused kernel's default launch is chosen to fit)
-POINT = "results/points/triton_naive/float16/B1-H1-T16-d256-full-bm256-bn256-normal.json"
-# ... and the same point with blocks that fit: measured, the run went on
-FITS = "results/points/triton_naive/float16/B1-H1-T16-d256-full-bm16-bn16-normal.json"
+# the materialized path's P·V kernel with 16 × 256 blocks at d = 256 asks for more shared
+# memory than any target has (a 256 × 256 V tile per pipeline stage: about 272 KiB; the fused
+# kernel's default launch is chosen to fit). A 256 × 256 block fails the same way, and takes
+# its compiler three times as long
+POINT = "results/points/triton_naive/float16/B1-H1-T16-d256-full-bm16-bn256-normal.json"
+# ... and the same point with blocks that fit: measured, the run went on (32 × 32: its
+# interpreted validation takes half the time of 16 × 16's)
+FITS = "results/points/triton_naive/float16/B1-H1-T16-d256-full-bm32-bn32-normal.json"
 
 
 def test_too_large_block_is_recorded_and_skipped(tmp_path):
@@ -25,7 +28,7 @@ def test_too_large_block_is_recorded_and_skipped(tmp_path):
             "head_dim": [256],
             "dtype": ["float16"],
             "causal": [False],
-            "blocks": [[256, 256], [16, 16]],
+            "blocks": [[16, 256], [32, 32]],
         },
     }
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(config))
@@ -45,15 +48,16 @@ def test_too_large_block_is_recorded_and_skipped(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     builds = pd.read_csv(tmp_path / "results" / "build.csv")
-    big = builds[(builds["block_m"] == 256) & (builds["kernel"] == "pv_kernel")]
+    big = builds[(builds["block_n"] == 256) & (builds["kernel"] == "pv_kernel")]
     assert sorted(big["target"]) == ["sm_80", "sm_90"]
     assert (big["status"] == "failed").all()
     assert big["reason"].str.contains("out of resource: shared memory").all()
-    assert (builds[builds["block_m"] == 16]["status"] == "ok").all()
+    fitting = builds[builds["block_m"] == 32]
+    assert len(fitting) and (fitting["status"] == "ok").all()
     record = json.loads((tmp_path / POINT).read_text())
     assert record["status"] == "skipped"
     assert "does not build for sm_80" in record["reason"]
     fits = json.loads((tmp_path / FITS).read_text())
-    assert fits["status"] == "ok" and fits["block_m"] == 16, fits.get("reason")
-    kept = tmp_path / "results" / "build" / "triton_naive_float16_bm256-bn256" / "T16-d256" / "sm_90"
+    assert fits["status"] == "ok" and fits["block_m"] == 32, fits.get("reason")
+    kept = tmp_path / "results" / "build" / "triton_naive_float16_bm16-bn256" / "T16-d256" / "sm_90"
     assert any(kept.glob("*.cubin"))  # it compiled; only the launch check failed
