@@ -15,6 +15,7 @@ from kernels.cli import build_parser
 from kernels.io.records import validate_record
 from kernels.io.tables import write_tables
 from kernels.measure.run import measure
+from kernels.measure.timing import Windows, windows
 from kernels.study import backward_predictions as bp
 from kernels.study.backward_cost import kept_bytes
 from kernels.study.gpus import GPUS
@@ -25,6 +26,7 @@ from reports.pages.common import number
 
 GIB = 2**30
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+QUICK = Windows(cpu_seconds=0.3, stage_seconds=0.1)  # config/presets/ci.yaml's timing
 
 
 def _point(impl: str, tokens: int = 48, dtype: str = "float32", **options) -> Point:
@@ -67,12 +69,14 @@ def test_a_path_without_a_backward_is_a_skipped_record_naming_why():
 @pytest.fixture(scope="module")
 def records() -> dict[str, dict]:
     """The backward of the torch path (timed, staged) and of the fused kernel (interpreted,
-    counted) at an odd T, and the torch path's forward beside them."""
-    found = {
-        impl: measure(_point(impl, tokens=47, dtype=dtype), "cpu", use_ncu=False)
-        for impl, dtype in (("torch_naive", "float32"), ("triton_flash", "float16"))
-    }
-    found["forward"] = measure(_point("torch_naive", tokens=47).forward(), "cpu", use_ncu=False)
+    counted) at an odd T, and the torch path's forward beside them. Timed within the ci
+    preset's windows: these tests ask that the times exist, not that they are stable."""
+    with windows(QUICK):
+        found = {
+            impl: measure(_point(impl, tokens=47, dtype=dtype), "cpu", use_ncu=False)
+            for impl, dtype in (("torch_naive", "float32"), ("triton_flash", "float16"))
+        }
+        found["forward"] = measure(_point("torch_naive", tokens=47).forward(), "cpu", use_ncu=False)
     return found
 
 
