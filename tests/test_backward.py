@@ -43,7 +43,8 @@ def test_gradients_through_each_triton_path(impl, dtype, causal, T, blocks):
 
 # Shapes of public suites' backward tests: FlashAttention's odd lengths (113, 203) at the
 # head dims we take, and Triton's fused-attention tutorial's inputs from N(0, 0.5) with
-# 64 × 64 tiles, causal (its backward is causal only), at a length the interpreter runs.
+# 64 × 64 tiles, causal (its backward is causal only), at a length the interpreter runs. One
+# head: the interpreter's time goes with the programs, and two heads are the cases above.
 PUBLIC_CASES = [
     (torch.float16, True, 113, 64, (64, 64), 1.0),
     (torch.bfloat16, False, 203, 32, (32, 64), 1.0),
@@ -54,7 +55,7 @@ PUBLIC_CASES = [
 @pytest.mark.parametrize("impl", TRITON_PATHS)
 @pytest.mark.parametrize("dtype, causal, T, d, blocks, std", PUBLIC_CASES)
 def test_gradients_on_public_suites_shapes(impl, dtype, causal, T, d, blocks, std):
-    q, k, v, do = case(1, 2, T, d, dtype, seed=T + d)
+    q, k, v, do = case(1, 1, T, d, dtype, seed=T + d)
     q, k, v = ((t.float() * std).to(dtype) for t in (q, k, v))
     got = gradients(through_attention(impl, causal, block_m=blocks[0], block_n=blocks[1]), q, k, v, do)
     assert check_gradients(got, q, k, v, do, causal) == []

@@ -36,8 +36,8 @@ GRADIENTS = [
     (77, 64, F16, False, (32, 16), "contiguous"),
     (77, 64, BF16, True, (64, 64), "bthd"),
     (130, 16, F16, True, (64, 64), "contiguous"),
-    (130, 32, BF16, False, (16, 32), "contiguous"),
-    (130, 128, F32, True, (32, 16), "contiguous"),
+    (45, 32, BF16, False, (16, 32), "contiguous"),  # 3 x 2 tiles, a tail in each
+    (50, 128, F32, True, (32, 16), "contiguous"),
 ]
 
 
@@ -61,7 +61,7 @@ TRAFFIC = [
     (45, True, "float32", (32, 16), "contiguous"),
     (45, False, "bfloat16", (16, 32), "contiguous"),
     (77, True, "float16", (64, 64), "contiguous"),
-    (100, True, "float16", (16, 64), "contiguous"),
+    (70, True, "float16", (16, 64), "contiguous"),
     (20, True, "float16", (16, 16), "bthd"),
 ]
 

@@ -33,13 +33,13 @@ def check(impl, q, k, v, causal, **blocks):
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_reference(impl, dtype, causal):
     seed = zlib.crc32(f"{impl}{dtype}{causal}".encode())
-    q, k, v = make_qkv(2, 3, 45, 32, dtype, "cpu", seed)
+    q, k, v = make_qkv(1, 2, 45, 32, dtype, "cpu", seed)  # batches: the out buffer's test
     blocks = {"block_m": 16, "block_n": 32} if impl.startswith("triton") else {}
     check(impl, q, k, v, causal, **blocks)
 
 
 @pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
-@pytest.mark.parametrize("tokens", [1, 2, 17, 97, 131])
+@pytest.mark.parametrize("tokens", [1, 2, 17, 35, 97])
 def test_lengths_not_multiple_of_block(impl, tokens):
     q, k, v = make_qkv(1, 2, tokens, 16, torch.float16, "cpu", 100 + tokens)
     check(impl, q, k, v, True, block_m=32, block_n=16)
@@ -55,13 +55,13 @@ def test_every_head_dim(impl, head_dim):
 @pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
 @pytest.mark.parametrize("blocks", [(16, 64), (64, 16), (128, 32)])
 def test_block_shapes(impl, blocks):
-    q, k, v = make_qkv(1, 2, 150, 32, torch.float32, "cpu", sum(blocks))
+    q, k, v = make_qkv(1, 1, 150, 32, torch.float32, "cpu", sum(blocks))
     check(impl, q, k, v, True, block_m=blocks[0], block_n=blocks[1])
 
 
 @pytest.mark.parametrize("impl", ("triton_naive", "triton_flash"))
 def test_strided_layouts(impl):
-    q, k, v = make_qkv(2, 3, 33, 16, torch.float16, "cpu", 5, layout="bthd")
+    q, k, v = make_qkv(2, 2, 33, 16, torch.float16, "cpu", 5, layout="bthd")
     assert not q.is_contiguous()
     check(impl, q, k, v, True, block_m=16, block_n=16)
     # every other element of a wider last dimension: a non-unit innermost stride
@@ -71,7 +71,7 @@ def test_strided_layouts(impl):
 
 
 def test_out_buffer_is_written_everywhere():
-    q, k, v = make_qkv(2, 2, 70, 16, torch.float16, "cpu", 3)
+    q, k, v = make_qkv(2, 2, 40, 16, torch.float16, "cpu", 3)  # 2 x 2 tiles, the last ones cut
     for impl in kernels.IMPLEMENTATIONS:
         backend = SDPA_IMPLEMENTATIONS.get(impl)
         if backend and unavailable(backend, q.dtype, "cpu", 16, True):
