@@ -18,14 +18,14 @@ GRID = [
         for impl, causal, T, blocks in itertools.product(
             ("triton_naive", "triton_flash", "triton_tile_softmax"),
             (False, True),
-            (1, 45, 100),
+            (1, 45, 70),  # one row, and tails in every tile shape
             ((16, 32), (32, 16), (64, 64)),
         )
         if not (T == 1 and blocks != (16, 32))
     ],
     ("triton_naive", "bfloat16", True, 77, (32, 32), "float32", 16384),
     ("triton_naive", "float32", False, 77, (16, 16), None, 32),  # two-pass softmax
-    ("triton_naive", "float16", True, 130, (32, 64), None, 64),
+    ("triton_naive", "float16", True, 90, (32, 64), None, 64),
 ]
 
 
