@@ -219,7 +219,7 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
     assert stats["measure"] == "12"  # 6 impls × causal and not, at the new T only
     assert "validate" not in stats  # env reruns: it records the config hash
     # the preset's timing windows reach every measure command
-    commands = re.findall(r"^\s*python -m kernels measure .*$", dry.stdout, re.M)
+    commands = re.findall(r"^Shell command: python -m kernels measure .*$", dry.stdout, re.M)
     windows = "--cpu-seconds {cpu_seconds} --stage-seconds {stage_seconds}".format(**config["timing"])
     assert len(commands) == 12 and all(windows in c for c in commands), commands[:1]
 
