@@ -522,6 +522,10 @@ def test_measure_a_plugin_point(plugin_dir, tmp_path):
         "--causal",
         "--device",
         "cpu",
+        "--cpu-seconds",  # the ci preset's windows: a time is asked for, not a stable one
+        "0.3",
+        "--stage-seconds",
+        "0.1",
         "--out",
         str(record),
     )

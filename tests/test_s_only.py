@@ -21,11 +21,11 @@ CORRECTNESS = [
     (1, True, torch.float16, (64, 32)),
     (17, False, torch.float16, (16, 32)),
     (17, True, torch.float32, (32, 16)),
-    (100, False, torch.float32, (32, 64)),
-    (100, True, torch.float16, (16, 16)),
-    (100, True, torch.float32, (64, 16)),
-    (257, False, torch.float16, (64, 64)),
-    (257, True, torch.float16, (32, 64)),
+    (70, False, torch.float32, (32, 64)),
+    (70, True, torch.float16, (16, 16)),
+    (70, True, torch.float32, (64, 16)),
+    (129, False, torch.float16, (64, 64)),
+    (129, True, torch.float16, (32, 64)),
     (45, True, torch.bfloat16, (16, 32)),
 ]
 
@@ -78,9 +78,9 @@ TRAFFIC = [
     (17, True, "float16", (16, 32)),
     (45, True, "float32", (16, 16)),
     (45, False, "bfloat16", (64, 32)),
-    (100, True, "float16", (32, 16)),
-    (100, False, "float16", (16, 64)),
-    (257, True, "float16", (64, 32)),
+    (70, True, "float16", (32, 16)),
+    (70, False, "float16", (16, 64)),
+    (129, True, "float16", (64, 32)),
 ]
 
 
