@@ -1,12 +1,12 @@
 """Every page and the index render for the grids a study may plan on machines we have never
-seen: the default study's hand-off sweep following caches of 4 to 256 MiB, the presets (the
-GPU ones planned where no GPU is: every point skipped, the model's tables whole), shapes with
-T lists of their own, T that are not powers of two, a shape with one T, only causal or only
-float16 points. The studies' records come from tests/modelled_study.py (the package's own
-records with a made-up machine's times), so a grid of 23,168-token points costs nothing; the
-pages are run by the renderer of tests/test_reports_any_study.py. Beyond rendering, the
-pages' sentences are held to the study's own values: every T a sentence names is one the
-study has, the hand-off page names the lengths and the cache its sweep followed."""
+seen: the default study's hand-off sweep following the suite machine's 4 MiB cache, the
+presets (the GPU ones planned where no GPU is: every point skipped, the model's tables
+whole), shapes with T lists of their own, T that are not powers of two, a shape with one T,
+only causal or only float16 points. The studies' records come from tests/modelled_study.py
+(the package's own records with a made-up machine's times), so a grid of 16,384-token points
+costs nothing; the pages are run by the renderer of tests/test_reports_any_study.py. Beyond
+rendering, the pages' sentences are held to the study's own values: every T a sentence names
+is one the study has, the hand-off page names the lengths and the cache its sweep followed."""
 
 from __future__ import annotations
 
