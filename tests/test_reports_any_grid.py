@@ -75,6 +75,9 @@ def _sweep(planned) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def studies(tmp_path_factory) -> dict[str, Grid]:
+    """Every grid written and rendered once for the module, in one kernel. Slow (about 8 s of
+    CPU a grid): the pages draw every figure they show, and drawing is what a grid can break,
+    so each grid kept reaches branches of the pages the others miss."""
     base = tmp_path_factory.mktemp("grids")
     folders = {}
     for number, (name, (planned, cache_bytes, device)) in enumerate(GRIDS.items()):

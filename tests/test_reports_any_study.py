@@ -205,7 +205,8 @@ GARBAGE = "garbage_env"  # one_point's results with results/env.json that is not
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> dict:
     """name → Study: its metrics, {page: outputs and error}, the index's HTML (None where
-    the index is not rendered) and its results folder."""
+    the index is not rendered) and its results folder. Slow (about 7 s of CPU a study): each
+    page runs and draws its figures, once for the module."""
     base = tmp_path_factory.mktemp("studies")
     metrics, measured = {}, {}
     for name, (sweep, validation) in STUDIES.items():
