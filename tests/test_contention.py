@@ -69,6 +69,7 @@ def spinners(count: int) -> list[subprocess.Popen]:
 def test_a_point_timed_beside_competing_processes_is_busy_and_marked(tmp_path):
     out = tmp_path / "record.json"
     point = ["--impl", "torch_naive", "--tokens", "256", "--head-dim", "64", "--dtype", "float32"]
+    point += ["--cpu-seconds", "0.3", "--stage-seconds", "0.1"]  # the ci study's windows
     threads = len(CPUS)
     competing = spinners(len(CPUS))  # each CPU the job's threads need is wanted twice
     try:
@@ -77,7 +78,7 @@ def test_a_point_timed_beside_competing_processes_is_busy_and_marked(tmp_path):
             + ["--no-ncu", "--out", str(out)],
             capture_output=True,
             text=True,
-            timeout=300,  # a hang guard: about 5 s beside the competitors
+            timeout=300,  # a hang guard: about 4 s beside the competitors
             env=env() | {"ATTNIO_WORKER": "0"},
             preexec_fn=pinned,
         )
