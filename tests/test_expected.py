@@ -5,6 +5,7 @@ the time gate and the stage predictions using them."""
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -232,36 +233,69 @@ def test_stage_predictions_carry_the_expected_time_for_torch_naive_on_this_machi
     assert machine.product_flops_per_s(Point("torch_naive", 1, 1, 256, 64, "float16", False)) == fastest
 
 
-def test_the_ceilings_command_times_the_sweeps_operations(tmp_path):
-    """The real microbenchmarks, tiny: two dtypes and two head dimensions at short lengths on
-    a machine with a 1 MiB cache; every rate positive, every entry saying how it was had, the
-    file held to its schema by the stage predictions' command."""
-    out = tmp_path / "ceilings.json"
-    caches = {
-        "source": "test",
-        "levels": [{"level": "L2", "bytes": 1 * MIB, "total_bytes": 1 * MIB, "instances": 1}],
-    }
-    from kernels.measure import ceilings
+def one_mib_machine(root: Path) -> Path:
+    """An OS cache tree (ATTNIO_SYSFS_CPU) whose CPUs share one 1 MiB cache and have no other:
+    the ceilings copy through one level and DRAM, and a float32 stage at T = 256 (768 KiB)
+    outgrows the half of it a pass is timed inside, so passes are timed past it too."""
+    from kernels.study.cpu_caches import affinity
 
-    found = ceilings.measure(
-        "cpu", caches, products=[parse_product_shape(s) for s in ("float32:32:64:256", "float16:128:64:128")]
+    cpus = affinity() or [0, 1]
+    for cpu in cpus:
+        folder = root / f"cpu{cpu}" / "cache" / "index0"
+        folder.mkdir(parents=True)
+        files = {"level": 2, "type": "Unified", "size": "1024K", "shared_cpu_list": ",".join(map(str, cpus))}
+        for name, value in (files | {"coherency_line_size": 64}).items():
+            (folder / name).write_text(f"{value}\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def handoff_shapes(tmp_path_factory) -> Path:
+    """Head dimensions 32 and 128, float32 and float16, two lengths, causal and not, given as
+    configuration only, on the 1 MiB machine: the workflow's ceilings and stage predictions
+    (one ceilings job for both tests that read it: the microbenchmarks cost the time here)."""
+    from workflow_run import ROOT, checkout_copy, env, snakemake
+
+    base = tmp_path_factory.mktemp("shapes")
+    workdir = checkout_copy(base / "study")
+    (workdir / "shapes.yaml").write_text(
+        "device: cpu\n"
+        "sweep:\n"
+        "  - {impls: [torch_naive], tokens: [64, 256], head_dim: [32, 128], dtype: [float32, float16],"
+        " causal: [true, false]}\n"
     )
+    machine = {"ATTNIO_SYSFS_CPU": str(one_mib_machine(base / "cpu"))}
+    done = snakemake(
+        workdir, "results/model/stage_predictions.csv", "--cores", "2",
+        "--configfile", str(ROOT / "config" / "config.yaml"), "shapes.yaml", environment=env() | machine,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir / "results"
+
+
+def test_the_ceilings_command_times_the_sweeps_operations(handoff_shapes):
+    """The real microbenchmarks, as the workflow's ceilings job runs them for the sweep: every
+    product shape at its shortest length and inside the cache (clamped to the sweep's
+    longest: past it is longer than any T swept), passes inside, flushed and past the cache,
+    every rate positive, every entry saying how it was had, the file held to its schema by
+    the stage predictions' command."""
+    found = json.loads((handoff_shapes / "ceilings.json").read_text())
     ops = found["ops"]
+    assert ops["cache_bytes"] == 1 * MIB
     assert {(p["dtype"], p["head_dim"], p["shape"]) for p in ops["products"]} == {
-        (dt, d, s) for dt, d in (("float32", 32), ("float16", 128)) for s in ("qk", "pv")
+        (dt, d, s) for dt in ("float32", "float16") for d in (32, 128) for s in ("qk", "pv")
     }
     # the shortest length, and inside and past clamped to the sweep's longest
-    assert {(p["place"], p["tokens"]) for p in ops["products"] if p["dtype"] == "float32"} == {
-        ("short", 64),
-        ("inside", 256),
-    }
+    for dtype in ("float32", "float16"):
+        places = {(p["place"], p["tokens"]) for p in ops["products"] if p["dtype"] == dtype}
+        assert places == {("short", 64), ("inside", 256)}, dtype
     assert all(p["flops_per_s"] > 0 and p["method"] for p in ops["products"])
     assert {(p["op"], p["place"]) for p in ops["passes"] if p["dtype"] == "float16"} == {
         (op, place) for op in ("scale", "mask", "softmax", "cast") for place in ("inside", "flushed", "past")
     } | {("scale", "handed")}
+    assert all(p["per_s"] > 0 and p["method"] for p in ops["passes"])
     assert set(ops["fixed_us"]) == set(op_rates.KINDS) and all(v >= 0 for v in ops["fixed_us"].values())
-    out.write_text(json.dumps(found))
-    held = read_ceilings(str(out))  # the schema the workflow holds results/ceilings.json to
+    held = read_ceilings(str(handoff_shapes / "ceilings.json"))  # the workflow's schema for it
     point = {
         "impls": ["torch_naive"],
         "batch": [1],
@@ -277,32 +311,12 @@ def test_the_ceilings_command_times_the_sweeps_operations(tmp_path):
     assert len(mine) == 5 and all(r["expected_warm_ms"] > 0 for r in mine)
 
 
-def test_a_handoff_sweep_of_other_shapes_gets_an_expected_time_for_every_stage(tmp_path):
-    """Head dimensions 32 and 128, float32 and float16, two lengths, causal and not, given as
-    configuration only: the workflow's ceilings time those products and every torch_naive
-    stage on this machine gets its expected warm and cold time (how close they come is a
-    benchmark's question, not a test's)."""
-    from workflow_run import ROOT, checkout_copy, snakemake
-
-    workdir = checkout_copy(tmp_path / "study")
-    (workdir / "shapes.yaml").write_text(
-        "device: cpu\n"
-        "sweep:\n"
-        "  - {impls: [torch_naive], tokens: [64, 192], head_dim: [32, 128], dtype: [float32, float16],"
-        " causal: [true, false]}\n"
-    )
-    done = snakemake(
-        workdir, "results/model/stage_predictions.csv", "--cores", "2",
-        "--configfile", str(ROOT / "config" / "config.yaml"), "shapes.yaml",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    ops = json.loads((workdir / "results" / "ceilings.json").read_text())["ops"]
-    assert {(p["dtype"], p["head_dim"]) for p in ops["products"]} == {
-        (dt, d) for dt in ("float32", "float16") for d in (32, 128)
-    }
+def test_a_handoff_sweep_of_other_shapes_gets_an_expected_time_for_every_stage(handoff_shapes):
+    """Every torch_naive stage of the configured shapes on this machine gets its expected
+    warm and cold time (how close they come is a benchmark's question, not a test's)."""
     import csv
 
-    with open(workdir / "results" / "model" / "stage_predictions.csv") as table:
+    with open(handoff_shapes / "model" / "stage_predictions.csv") as table:
         rows = [r for r in csv.DictReader(table) if r["target"] == "this machine"]
     cases = {(r["tokens"], r["head_dim"], r["dtype"], r["causal"]) for r in rows}
     assert len(cases) == 16 and len(rows) == 16 * 4 + 8  # four stages, five where causal
