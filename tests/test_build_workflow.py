@@ -19,6 +19,8 @@ FITS = "results/points/triton_naive/float16/B1-H1-T16-d256-full-bm32-bn32-normal
 
 
 def test_too_large_block_is_recorded_and_skipped(tmp_path):
+    """Slow by nature: two real builds for two targets (about 14 s of compiling) and an
+    interpreted validation of the blocks that fit."""
     config = {
         "device": "cpu",
         "build": {"candidates": False},  # the launches themselves are the question here

@@ -173,6 +173,7 @@ def test_schema_bounds(override, accepted):
 
 
 def test_ten_million_tokens_finish_in_seconds_as_skipped_records(tmp_path):
+    """Slow by nature: a real run validates the two implementations before their points."""
     huge = tmp_path / "huge.yaml"
     grid = {"impls": ["torch_naive", "sdpa"], "tokens": [10**7], "head_dim": [16]}
     huge.write_text(

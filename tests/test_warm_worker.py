@@ -235,7 +235,8 @@ def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, o
     one that crashed, hung or leaked is recorded as failed with the reason; the next point
     runs in a fresh worker, with the record a process of its own gives. Two such chains run
     side by side, each in a session of its own (its own workers), so that the fresh workers'
-    start-up (torch's import) overlaps."""
+    start-up (torch's import) overlaps. Slow by nature: seven fresh workers, each importing
+    torch and rehearsing before its first point (about 4 s of CPU each)."""
     other = session.begin(tmp_path / "results-b", leak_mb=LEAK_MB)
     os.environ.pop(session.RUN_VARIABLE, None)  # named in the chain's env only
     chains = [(warm, BREAKERS[0::2]), (warm | {session.RUN_VARIABLE: str(other.folder)}, BREAKERS[1::2])]

@@ -24,7 +24,8 @@ CI = str(ROOT / "config" / "presets" / "ci.yaml")
 
 
 def test_interrupted_run_resumes(tmp_path):
-    """Interrupt a run midway: the next run finishes the rest, and every record is whole."""
+    """Interrupt a run midway: the next run finishes the rest, and every record is whole.
+    Slow by nature: two real runs, each starting its warm workers (torch imported twice)."""
     small = tmp_path / "small.yaml"
     # no build targets and two torch paths (no interpreted Triton validation), timed in the
     # shortest windows: this test is about interruption, and one core compiling, interpreting
@@ -124,6 +125,8 @@ def test_lint_is_clean(tmp_path):
 
 
 def test_dry_run_of_6000_points_is_quick(tmp_path):
+    """A sweep of 6000 points plans within a bound. Slow by nature: the plan must be large for
+    a step that grows with the square of the points to show."""
     big = {
         "sweep": {
             "batch": [1, 2, 4, 8, 16],
