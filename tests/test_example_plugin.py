@@ -162,12 +162,15 @@ def test_every_page_renders_the_plugins_points_and_the_index_names_it(plugin_stu
     workdir, rendered = plugin_study
     name = f"torch_chunked_{CHUNK}"
     assert set(rendered) == {t.stem for t in TEMPLATES}
-    assert all(page["error"] is None for page in rendered.values()), rendered
+    failed = {page: result["error"] for page, result in rendered.items() if result["error"]}
+    assert not failed, failed
     results = workdir / "results"
     for page in PUBLISHED:
         assert name in (results / "reports" / f"{page}.html").read_text(), page
         assert name in json.dumps(rendered[page]["outputs"]), page
-    assert name in write_index(results, TEMPLATES)
+    index = write_index(results, TEMPLATES)
+    assert f"<tr class='ok'><td>{name}</td>" in index  # its point listed, not only its name
+    assert index.count("<tr class=") == 3
 
 
 def test_a_broken_plugin_is_named_and_the_rest_runs(tmp_path):
