@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test coverage estimate-check reproduce lint format clean
+.PHONY: venv test preflight coverage estimate-check reproduce lint format clean
 
 venv: $(STAMP)
 
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 test: venv
 	@started=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \
-	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu"; \
+	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu and not preflight"; \
 	status=$$?; \
 	echo "make test: lint and suite took $$(( $$(date +%s) - started )) s (budget: 300 s, docs/testing.md)"; \
 	exit $$status

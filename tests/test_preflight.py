@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from workflow_run import ROOT, env, snakemake
 
@@ -55,9 +56,11 @@ def preflight_of(out: Path, targets, *names: str, environment: dict | None = Non
     return json.loads(out.read_text())
 
 
+@pytest.mark.preflight
 def test_every_launch_of_the_gpu_study_fits_the_gpu_it_runs_on(tmp_path):
     """The preset scripts/gpu_study.sh runs, through the same rule the script runs first.
-    Slow (about 3 minutes) only where Triton's cache lacks the study's 275 kernels: the first
+    Marked preflight: `make preflight` runs it (CI after `make test`), outside the suite's
+    budget. Slow (about 3 minutes) only where Triton's cache lacks the study's 275 kernels: the first
     run after a kernel changed compiles what changed, later runs recall the rest (the cache is
     keyed on everything the compile reads, see test_a_compiled_kernel_is_recalled_...)."""
     presets = [str(CONFIG / "config.yaml"), str(CONFIG / "presets" / "gpu_study.yaml")]
