@@ -28,6 +28,13 @@ test: venv
 	echo "make test: lint and suite took $$(( $$(date +%s) - started )) s (budget: 300 s, docs/testing.md)"; \
 	exit $$status
 
+# Before a GPU session, and in CI after `make test`; not part of `make test` (it compiles the
+# GPU study preset's ~280 distinct variants for sm_90: minutes of two cores while Triton's
+# cache is empty, seconds once it holds them): every launch of the GPU study fits the GPU it
+# runs on (tests/test_preflight.py, marked preflight).
+preflight: venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m preflight tests/test_preflight.py
+
 # A benchmark run, not part of `make test`: the suite under coverage, every Python subprocess
 # measured (pyproject.toml, [tool.coverage]); the line coverage of kernels/, reports/ and
 # workflow/scripts/ that docs/testing.md holds against its previous figure.
