@@ -99,12 +99,6 @@ def study_copy(study: Path, dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def no_torch(tmp_path_factory) -> dict:
     """An environment for subprocesses in which importing torch or triton fails."""
-    from workflow_run import env
+    from workflow_run import without_torch
 
-    fake = tmp_path_factory.mktemp("no-torch")
-    for name in ("torch", "triton"):
-        (fake / name).mkdir()
-        (fake / name / "__init__.py").write_text(
-            f"raise ImportError('{name} is not available in this test')\n"
-        )
-    return env() | {"PYTHONPATH": str(fake)}
+    return without_torch(tmp_path_factory.mktemp("no-torch"))

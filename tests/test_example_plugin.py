@@ -72,11 +72,11 @@ def plugin_environment(python: Path) -> dict:
 
 def render_every_page(python: Path, workdir: Path) -> dict:
     """Every report template run on the study's results in one IPython shell of the fresh
-    environment (tests/test_reports_any_study.py as a script, the suite's renderer): page ->
+    environment (tests/page_renderer.py as a script, the suite's renderer): page ->
     its outputs and the error that stopped it. A papermill kernel per page would cost about
     seven CPU-seconds each; what a page makes of a plugin's points is the question here."""
     done = subprocess.run(
-        [str(python), str(workdir / "tests" / "test_reports_any_study.py"), str(workdir)],
+        [str(python), str(workdir / "tests" / "page_renderer.py"), str(workdir)],
         env=plugin_environment(python) | {"PYTHONPATH": str(workdir), "MPLBACKEND": "Agg"},
         capture_output=True,
         text=True,

@@ -4,7 +4,7 @@ presets (the GPU ones planned where no GPU is: every point skipped, the model's 
 whole), shapes with T lists of their own, T that are not powers of two, a shape with one T,
 only causal or only float16 points. The studies' records come from tests/modelled_study.py
 (the package's own records with a made-up machine's times), so a grid of 16,384-token points
-costs nothing; the pages are run by the renderer of tests/test_reports_any_study.py. Beyond
+costs nothing; the pages are run by the suite's renderer, without torch (tests/page_renderer.py). Beyond
 rendering, the pages' sentences are held to the study's own values: every T a sentence names
 is one the study has, the hand-off page names the lengths and the cache its sweep followed."""
 
@@ -16,7 +16,8 @@ from collections import namedtuple
 import pandas as pd
 import pytest
 from modelled_study import planned_sweep, write_index, write_study
-from test_reports_any_study import TEMPLATES, render_in_a_kernel, said
+from page_renderer import TEMPLATES, render_in_a_kernel
+from test_reports_any_study import said
 from workflow_run import ROOT
 
 MIB = 2**20

@@ -1,108 +1,26 @@
 """Every study renders every page and the index, whatever it holds: no Triton point, no timed
 point, only skipped points, one point. Each study's results are written here from records
-measured on the spot and the model's own tables; the notebooks run as a kernel runs them
-(an IPython shell with the inline backend, one shell for all of them), each page's outputs
-are read back, and a page with nothing to show says what it would show and why.
-
-Run as a script (``python tests/test_reports_any_study.py DIR...``) this file is the
-renderer: it executes every report template in each DIR (whose results/ the templates'
-default paths read) and writes DIR/rendered.json."""
+measured on the spot and the model's own tables; the notebooks run as a kernel runs them,
+without torch (tests/page_renderer.py), each page's outputs are read back, and a page with
+nothing to show says what it would show and why."""
 
 from __future__ import annotations
 
 import copy
 import html
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
-import unittest.mock
 from collections import namedtuple
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from modelled_study import write_index, write_results
+from page_renderer import TEMPLATES, render_in_a_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
-TEMPLATES = sorted((ROOT / "reports").glob("*.ipynb"))
 NOTHING = "Nothing to show here"  # how a section starts when the study has nothing for it
-
-
-# --- the renderer (runs in a subprocess: it makes an IPython shell of its own) ---------------
-
-
-def _shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    class Shell(InteractiveShell):
-        def enable_gui(self, gui=None):  # the inline backend needs no event loop
-            pass
-
-    shell = Shell.instance()
-    shell.enable_matplotlib("inline")
-    # each figure a page shows is drawn, so one that cannot be drawn fails its page, but not
-    # encoded as PNG (a third of the time): the tests read its alternative text
-    import IPython.core.pylabtools
-
-    def drawn(fig, *args, **kwargs) -> bytes:
-        fig.canvas.draw()
-        return b""
-
-    IPython.core.pylabtools.print_figure = drawn
-    # and drawn once: pyplot's own hook would draw every open figure again after each cell
-    # (a kernel's interactive redraw; its errors are only printed, so it catches nothing)
-    import matplotlib.pyplot as plt
-
-    shell.events.unregister("post_execute", plt._draw_all_if_interactive)
-    return shell
-
-
-def _outputs(captured) -> list[dict]:
-    return [
-        {kind: str(value) for kind, value in out.data.items() if kind != "text/plain"}
-        | {"text/plain": str(out.data.get("text/plain", ""))}
-        for out in captured.outputs
-    ]
-
-
-def render_study(shell, study: Path) -> dict:
-    """Every template run in ``study`` (its defaults read study/results/...): per template,
-    its outputs in order and the error that stopped it, if one did."""
-    from IPython.utils.capture import capture_output
-
-    os.chdir(study)
-    pages = {}
-    for template in TEMPLATES:
-        with unittest.mock.patch("gc.collect"):  # a full collection per page: 0.2 s, a test's only
-            shell.reset(new_session=False)
-        outputs, error = [], None
-        for cell in json.loads(template.read_text())["cells"]:
-            if cell["cell_type"] != "code":
-                continue
-            with capture_output() as captured:
-                result = shell.run_cell("".join(cell["source"]), silent=False)
-            outputs += _outputs(captured)
-            failure = result.error_before_exec or result.error_in_exec
-            if failure is not None:
-                # what the notebook shows of it (papermill prints the same): the traceback
-                error = {"type": type(failure).__name__, "message": str(failure), "shown": captured.stdout}
-                break
-        import matplotlib.pyplot as plt
-
-        with unittest.mock.patch("gc.collect"):
-            plt.close("all")
-        pages[template.stem] = {"outputs": outputs, "error": error}
-    return pages
-
-
-def main(studies: list[str]) -> None:
-    shell = _shell()
-    for study in map(Path, studies):
-        rendered = render_study(shell, study)
-        (study / "rendered.json").write_text(json.dumps(rendered))
 
 
 # --- the tests ---------------------------------------------------------------------------------
@@ -179,23 +97,6 @@ def write_study(
     # no exponentials' rate in these ceilings: the GPUs' rows only, as where ceilings lack one
     ceilings |= {"exp_per_s": None, "exp_reason": "not measured for this test"}
     return write_results(results, sweep, records, ceilings, TILE_ERRORS)
-
-
-def render_in_a_kernel(studies: list[Path], timeout: int = 900) -> dict[Path, dict]:
-    """Every page of each study, rendered by this file run as a script (its own IPython
-    shell): study → {page: outputs and error}."""
-    from workflow_run import env
-
-    done = subprocess.run(
-        [sys.executable, __file__, *map(str, studies)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env() | {"MPLBACKEND": "Agg"},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {study: json.loads((study / "rendered.json").read_text()) for study in studies}
 
 
 Study = namedtuple("Study", "metrics pages index results")
@@ -372,7 +273,3 @@ def test_the_loader_names_the_file_and_the_reason(tmp_path):
         assert str(err.value).startswith(f"{path} (") and reason in str(err.value), str(err.value)
     (tmp_path / "stages.csv").write_text("\n")  # a study whose points were all skipped has no stage
     assert read("stages", tmp_path / "stages.csv").empty
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -18,6 +18,17 @@ def env(python: str = sys.executable) -> dict:
     return clean | {"PATH": path}
 
 
+def without_torch(folder: Path) -> dict:
+    """An environment for subprocesses in which importing torch or triton fails (packages of
+    those names, made in ``folder``, that raise)."""
+    for name in ("torch", "triton"):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        (folder / name / "__init__.py").write_text(
+            f"raise ImportError('{name} is not available in this test')\n"
+        )
+    return env() | {"PYTHONPATH": str(folder)}
+
+
 def spaced_python(folder: Path) -> str:
     """This environment's python reached through a path with a space and a non-ASCII letter
     (a link to the environment, as a checkout in "OneDrive - Company" has its .venv): its

@@ -25,8 +25,9 @@ import traceback
 from kernels.warm.lanes import Lane, lane_from_json
 
 PARENT_POLL_S = 0.5
-# the rehearsal's timing windows (kernels.measure.timing's, shortened)
-SHORT_WINDOWS = {"CPU_MIN_SECONDS": 0.005, "CPU_MAX_SECONDS": 0.02, "CPU_MIN_SAMPLES": 2}
+# the rehearsal's timing windows, as the commands take them (a call's time at most, its
+# stages' passes at least): what is set up matters here, not the times
+SHORT_WINDOWS = ["--cpu-seconds", "0.02", "--stage-seconds", "0.005"]
 
 
 def fix_mode(mode: str) -> None:
@@ -61,23 +62,18 @@ def rehearse() -> None:
     import torch
 
     from kernels.impl import mode
-    from kernels.measure import timing
 
     device = "cpu" if mode.interpret() else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
         return  # a compiling lane without a GPU builds only
 
     tiny = ["--batch", "1", "--heads", "1", "--tokens", "16", "--head-dim", "16", "--device", device]
-    windows = {name: getattr(timing, name) for name in SHORT_WINDOWS}
-    vars(timing).update(SHORT_WINDOWS)  # what is set up matters here, not the times
-    try:
-        with tempfile.TemporaryDirectory(prefix="attnio-rehearsal-") as folder:
-            for impl in ("torch_naive", "triton_flash"):
-                out = os.path.join(folder, f"{impl}.json")
-                args = ["measure", "--impl", impl, *tiny, "--dtype", "float32", "--no-ncu", "--out", out]
-                run_command(args + (["--block-m", "16", "--block-n", "16"] if impl == "triton_flash" else []))
-    finally:
-        vars(timing).update(windows)
+    with tempfile.TemporaryDirectory(prefix="attnio-rehearsal-") as folder:
+        for impl in ("torch_naive", "triton_flash"):
+            out = os.path.join(folder, f"{impl}.json")
+            args = ["measure", "--impl", impl, *tiny, "--dtype", "float32", "--no-ncu", *SHORT_WINDOWS]
+            blocks = ["--block-m", "16", "--block-n", "16"] if impl == "triton_flash" else []
+            run_command([*args, *blocks, "--out", out])
 
 
 def watch_parent(parent: int) -> None:
