@@ -6,7 +6,6 @@ these while the first reads the study itself."""
 import json
 import re
 from html import unescape
-from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -24,62 +23,13 @@ CI = str(ROOT / "config" / "presets" / "ci.yaml")
 CONFIG = ("--configfile", DEFAULT, CI)
 
 
-def damage(path: Path, how: str) -> None:
-    text = path.read_text()
+def damaged(text: str, how: str) -> str:
+    """A record's text damaged in one of the ways a crash or an edit leaves it."""
     if how == "cut short":
-        path.write_text(text[: len(text) // 3])
-    elif how == "NaN":
-        path.write_text(text.replace('"max_abs_error": ', '"max_abs_error": NaN, "was": ', 1))
-    else:
-        path.write_text(text.replace('"status": "ok"', '"status": "fine"', 1))
-
-
-def test_deleted_and_damaged_records_are_measured_again(study, tmp_path):
-    copy = tmp_path / "copy of the study"
-    study_copy(study, copy)
-    points = copy / "results" / "points"
-    deleted = points / "sdpa" / "float32" / "B1-H1-T100-d16-causal-na-normal.json"
-    damaged = {
-        "cut short": points / "triton_flash" / "float16" / "B1-H1-T16-d16-full-bm16-bn32-normal.json",
-        "NaN": points / "torch_naive" / "float16" / "B1-H1-T16-d16-causal-na-normal.json",
-        "off the schema": points / "sdpa" / "float16" / "B1-H1-T16-d16-full-na-normal.json",
-    }
-    deleted.unlink()
-    for how, path in damaged.items():
-        damage(path, how)
-
-    # a dry run names the damage and plans the remaking, and changes nothing
-    dry = snakemake(copy, "-n", "--cores", "2", *CONFIG)
-    assert dry.returncode == 0, dry.stderr[-2000:]
-    for how, path in damaged.items():
-        name = path.relative_to(copy)
-        assert f"Damaged: {name}: " in dry.stdout + dry.stderr, how
-        assert path.exists() and not path.with_suffix(".json.damaged").exists()
-    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
-    assert stats["measure"] == "4" and stats["collect"] == "1"
-
-    # a real run sets them aside and makes them again, here up to the tables (the reports'
-    # re-rendering is tested elsewhere and would only lengthen the suite)
-    done = snakemake(copy, "--cores", "2", "--until", "collect", *CONFIG)
-    assert done.returncode == 0, done.stderr[-3000:]
-    for how, path in damaged.items():
-        name = path.relative_to(copy)
-        said = f"Damaged, set aside as {name}.damaged to be made again: {name}: "
-        assert said in done.stdout + done.stderr, how
-        assert path.with_suffix(".json.damaged").exists()
-    table = pd.read_csv(copy / "results" / "metrics.csv")
-    before = pd.read_csv(study / "results" / "metrics.csv")
-    assert len(table) == len(before) and table["status"].equals(before["status"])
-    again = snakemake(copy, "-n", "--cores", "2", "collect", *CONFIG)
-    assert "Nothing to be done" in again.stdout + again.stderr
-
-    # a damaged intermediate is not remade (nothing tells it from an edit) but named
-    gathered = copy / "results" / "gathered" / "sdpa_float32.jsonl"
-    gathered.write_text(gathered.read_text()[:50] + "\n")
-    failed = snakemake(copy, "--cores", "2", "collect", *CONFIG)
-    named = "results/gathered/sdpa_float32.jsonl, line 1: "
-    assert failed.returncode != 0 and named in failed.stdout + failed.stderr
-    assert named in (copy / "results" / "logs" / "collect.log").read_text()
+        return text[: len(text) // 3]
+    if how == "NaN":
+        return text.replace('"max_abs_error": ', '"max_abs_error": NaN, "was": ', 1)
+    return text.replace('"status": "ok"', '"status": "fine"', 1)  # off the schema
 
 
 PAGE_ERROR = "IndexError: single positional indexer is out-of-bounds"
@@ -279,11 +229,25 @@ def jobs_planned(output: str) -> dict[str, int]:
     return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", stats, re.M)}
 
 
+# records damaged as a crash or an edit leaves them (none of the damaged build's points)
+DAMAGED_RECORDS = {
+    "points/triton_naive/float16/B1-H1-T16-d16-full-bm16-bn32-normal.json": "cut short",
+    "points/torch_naive/float16/B1-H1-T16-d16-causal-na-normal.json": "NaN",
+    "points/sdpa/float16/B1-H1-T16-d16-full-na-normal.json": "off the schema",
+}
+
+
 def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study, tmp_path):
+    """Damaged leaves of every kind (records cut short, with a NaN, off their schema or
+    disagreeing with their name; a verdict, a build, the provenance, a sealed table) and a
+    deleted record: a dry run names each and plans what a real run does, changing nothing;
+    a real run sets them aside and remakes them; the next run makes the deleted record, and
+    the tables hold exactly the study's points. A damaged intermediate is named, not remade."""
     copy = tmp_path / "copy"
     study_copy(study, copy)
     results = copy / "results"
-    damage = {  # leaf → its new content
+    damage = {name: damaged((results / name).read_text(), how) for name, how in DAMAGED_RECORDS.items()}
+    damage |= {  # leaf → its new content
         RECORD: replace_field((results / RECORD).read_text(), "tokens", 999),
         "validate/sdpa_flash_float32_na.json": "[]",
         BUILD: (results / BUILD.replace("T16", "T100")).read_text(),  # another build job's
@@ -310,7 +274,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     assert {path: path.read_bytes() for path in results.rglob("*") if path.is_file()} == before
     planned = jobs_planned(dry.stdout)  # what the real run will do: the dry run plans it
     assert planned["env"] == planned["build"] == planned["validate"] == 1
-    assert planned["measure"] == 1 + 1 + 3  # the record, the deleted one, the build's three
+    # the damaged records, the deleted one, the build's three
+    assert planned["measure"] == len(DAMAGED_RECORDS) + 1 + 1 + 3
     # every page is made again (the provenance changed), the deleted one among them: a run
     # publishes it once its notebook (a checkpoint) has run
     assert planned["report_notebook"] == len(REPORTS)
@@ -325,7 +290,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     done = snakemake(copy, "--cores", "2", *omit, *CONFIG)
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout + done.stderr
-    assert f"Damaged, set aside as results/{RECORD}.damaged to be made again: results/{RECORD}: " in said
+    for name in [RECORD, *DAMAGED_RECORDS]:
+        assert f"Damaged, set aside as results/{name}.damaged to be made again: results/{name}: " in said
     assert (results / f"{RECORD}.damaged").read_text() == damage[RECORD]
     assert read_record(results / RECORD)["tokens"] == 100  # made again
     table = pd.read_csv(study / "results" / "metrics.csv")
@@ -352,6 +318,16 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     assert remade[key].equals(table[key])
     stage_times = (study / "results" / "stage_times.csv").read_text()
     assert len((results / "stage_times.csv").read_text().splitlines()) == len(stage_times.splitlines())
+    again = snakemake(copy, "-n", "--cores", "2", "collect", *CONFIG)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    # a damaged intermediate is not remade (nothing tells it from an edit) but named
+    gathered = results / "gathered" / "sdpa_float32.jsonl"
+    gathered.write_text(gathered.read_text()[:50] + "\n")
+    failed = snakemake(copy, "--cores", "2", "collect", *CONFIG)
+    named = "results/gathered/sdpa_float32.jsonl, line 1: "
+    assert failed.returncode != 0 and named in failed.stdout + failed.stderr
+    assert named in (results / "logs" / "collect.log").read_text()
 
 
 # --- a full disk (on a copy of the shared ci study, results/ a small tmpfs of the test's own) ---
