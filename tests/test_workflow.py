@@ -323,17 +323,17 @@ def images(html):
     return [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)]
 
 
-def test_reports_follow_the_data_and_are_deterministic(study, tmp_path):
-    """Metrics of our own — one point marked failed — render twice to the same figures, and
-    the report says that a point failed."""
+def test_reports_follow_the_data(study, tmp_path):
+    """Metrics of our own, one point marked failed: the report says that a point failed.
+    (That a page renders the same bytes twice from the same tables: test_workflow_copies.py,
+    the page rendered again without torch.)"""
     results = study / "results"
     metrics = pd.read_parquet(results / "metrics.parquet")
     metrics.loc[0, ["status", "reason"]] = ["failed", "out of memory: a test's own failure"]
     mine = tmp_path / "metrics.parquet"
     metrics.to_parquet(mine, index=False)
-    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    first_dir = tmp_path / "a"
     first_dir.mkdir()
-    second_dir.mkdir()
     template = ROOT / "reports" / "storage.ipynb"
     parameters = {
         "metrics": mine,
@@ -341,8 +341,7 @@ def test_reports_follow_the_data_and_are_deterministic(study, tmp_path):
         "sizes": results / "model" / "matrix_sizes.csv",
     }
     nb1, html1 = render(template, parameters, first_dir)
-    _, html2 = render(template, parameters, second_dir)
-    assert images(html1) and images(html1) == images(html2)
+    assert images(html1)
     # the page says not every point ran and links the index's warnings (which name the
     # reasons) in one line instead of repeating them
     assert "not every point ran" in html1 and "../index.html#warnings" in html1
