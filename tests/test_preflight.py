@@ -121,11 +121,11 @@ def test_a_compiled_kernel_is_recalled_with_its_findings_and_compiled_where_the_
     that the compiling path runs on every run of the suite."""
     cache = tmp_path / "triton-cache"
     environment = env() | {"TRITON_CACHE_DIR": str(cache)}
-    small = Point("triton_naive", 1, 2, 100, 16, "float16", True, 16, 16).name
+    small = Point("triton_flash", 1, 2, 100, 16, "float16", True, 16, 16).name  # one kernel
     first = preflight_of(tmp_path / "first.json", ["sm_80", "sm_90"], small, environment=environment)
-    assert len(first["variants"]) == 6 and all(r["registers"] > 0 for r in first["variants"])
+    assert len(first["variants"]) == 2 and all(r["registers"] > 0 for r in first["variants"])
     logs = sorted(cache.rglob(PTXAS_LOG))
-    assert len(logs) == 6  # one kernel folder per variant and target: the key holds the target
+    assert len(logs) == 2  # one kernel folder per variant and target: the key holds the target
     compiled = cache_files(cache)
     again = preflight_of(tmp_path / "again.json", ["sm_80", "sm_90"], small, environment=environment)
     assert cache_files(cache) == compiled  # recalled: nothing compiled, nothing written
