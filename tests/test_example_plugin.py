@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 import yaml
 from modelled_study import write_index
+from page_renderer import TEMPLATES
 from workflow_run import ROOT, checkout_copy, env, fresh_venv, seed_ceilings, snakemake
 
 EXAMPLE = ROOT / "examples" / "attnio-chunked"
 CHUNK = 128
 T = 1000  # past one chunk of 128 rows (8 chunks, the last short) and under one of 1024
-TEMPLATES = sorted((ROOT / "reports").glob("*.ipynb"))
 # the pages whose HTML the workflow itself renders here (papermill, then nbconvert, in the
 # plugin's environment, which borrows its packages: reports.pages.publish must find
 # nbconvert's templates there); every page is also rendered in one IPython shell below

@@ -4,9 +4,10 @@ presets (the GPU ones planned where no GPU is: every point skipped, the model's 
 whole), shapes with T lists of their own, T that are not powers of two, a shape with one T,
 only causal or only float16 points. The studies' records come from tests/modelled_study.py
 (the package's own records with a made-up machine's times), so a grid of 16,384-token points
-costs nothing; the pages are run by the suite's renderer, without torch (tests/page_renderer.py). Beyond
-rendering, the pages' sentences are held to the study's own values: every T a sentence names
-is one the study has, the hand-off page names the lengths and the cache its sweep followed."""
+costs nothing; the pages are run by the suite's renderer, without torch
+(tests/page_renderer.py). Beyond rendering, the pages' sentences are held to the study's own
+values: every T a sentence names is one the study has, the hand-off page names the lengths
+and the cache its sweep followed."""
 
 from __future__ import annotations
 

@@ -37,3 +37,29 @@ def test_the_stage_window_sets_how_long_the_passes_run():
     with timing.windows(timing.Windows(cpu_seconds=0.1, stage_seconds=0.5)):
         [more] = time_stages(stages, "cpu", small)
     assert time.perf_counter() - started >= 0.5 and more["repeats"] >= STAGE_MIN_PASSES
+
+
+def test_the_warm_workers_rehearsal_times_with_the_short_windows(monkeypatch):
+    """A warm worker rehearses a tiny point of each kind before its first measure job: what
+    a process sets up on first use matters there, not the times, so its stages are timed in
+    the shortest windows (the defaults had cost every worker's start seconds of CPU)."""
+    import torch
+
+    from kernels.measure import stages
+    from kernels.warm import worker
+
+    seen = []
+    real = stages.time_stages
+
+    def watched(*args, **kwargs):
+        seen.append(timing.current_windows())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stages, "time_stages", watched)
+    threads = torch.get_num_threads()  # a measure command sets them: this process's, kept
+    try:
+        worker.rehearse()
+    finally:
+        torch.set_num_threads(threads)
+    assert seen and all(w.stage_seconds <= 0.01 and w.cpu_seconds <= 0.05 for w in seen), seen
+    assert timing.current_windows() == timing.default_windows()
