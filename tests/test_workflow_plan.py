@@ -147,9 +147,9 @@ def test_dry_run_of_3000_points_is_quick(tmp_path):
     # Processor time, not wall time: the suite runs beside other tests on two cores. A guard
     # against a planning step that grows out of bounds, not a speed claim: alone, this dry run
     # takes about 11 s of processor time on the 2-core development machine (6000 points took
-    # 21 s); the bound is five times that, which a step costing 6 µs per pair of points
-    # would pass. Snakemake's own work per job is most of it (a profile at 6000 points: our
-    # planning code about 5 %, inspect.signature on the rules' functions 12 %).
+    # 21 s); the bound is five times that, which a step costing 5 µs for each of the 9 million
+    # pairs of points would break. Snakemake's own work per job is most of it (a profile at
+    # 6000 points: our planning code about 5 %, inspect.signature on the rules' functions 12 %).
     assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 55
 
 
