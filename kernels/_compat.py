@@ -113,10 +113,10 @@ def specialize(kernel, args: tuple, options: dict, target):
 
 def memory_events(prof) -> list[tuple[int, int]]:
     """(start ns, bytes allocated (+) or freed (−)) of every allocator event a finished
-    ``torch.profiler.profile(profile_memory=True)`` recorded."""
+    ``torch.autograd.profiler.profile(profile_memory=True)`` recorded."""
     require("torch", "measuring the peak CPU allocation")
     return [
         (event.start_ns(), event.nbytes())
-        for event in prof.profiler.kineto_results.events()
+        for event in prof.kineto_results.events()
         if event.name() == "[memory]"
     ]
