@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test preflight coverage estimate-check reproduce lint format clean
+.PHONY: venv test preflight integration coverage estimate-check reproduce lint format clean
 
 venv: $(STAMP)
 
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 test: venv
 	@started=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \
-	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu and not preflight"; \
+	$(BIN)/python -m pytest -n 2 -q --durations=15 -m "not gpu and not preflight and not integration"; \
 	status=$$?; \
 	echo "make test: lint and suite took $$(( $$(date +%s) - started )) s (budget: 300 s, docs/testing.md)"; \
 	exit $$status
@@ -34,6 +34,13 @@ test: venv
 # runs on (tests/test_preflight.py, marked preflight).
 preflight: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m preflight tests/test_preflight.py
+
+# In CI after `make test`; not part of `make test`: the tests that wait on a service beside the
+# suite (marker integration): a small study through a one-node SLURM cluster on loopback
+# (tests/test_slurm.py; .ci/run installs SLURM) and the GPU machine's wheelhouse made from the
+# package index (tests/test_wheels.py). Each is skipped, saying why, where its service is missing.
+integration: venv
+	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider --durations=5 -m integration tests/test_slurm.py tests/test_wheels.py
 
 # A benchmark run, not part of `make test`: the suite under coverage, every Python subprocess
 # measured (pyproject.toml, [tool.coverage]); the line coverage of kernels/, reports/ and

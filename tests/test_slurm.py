@@ -11,11 +11,14 @@ import pytest
 from slurm_cluster import cluster, missing_tools
 from workflow_run import ROOT, env
 
-pytestmark = pytest.mark.skipif(
-    bool(missing_tools()) or os.geteuid() != 0,
-    reason=f"SLURM is not installed here (missing: {', '.join(missing_tools())}) or not root; "
-    "install with: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge",
-)
+pytestmark = [
+    pytest.mark.integration,  # make integration, which CI runs after make test
+    pytest.mark.skipif(
+        bool(missing_tools()) or os.geteuid() != 0,
+        reason=f"SLURM is not installed here (missing: {', '.join(missing_tools())}) or not root; "
+        "install with: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge",
+    ),
+]
 
 
 # The ci preset's settings with a one-point sweep: each kind of SLURM job once, timed

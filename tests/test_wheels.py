@@ -31,6 +31,9 @@ ROOTS = ("snakemake", "snakemake-executor-plugin-slurm", "papermill", "nbconvert
 ROOTS += ("nbformat", "ipykernel")
 
 
+pytestmark = pytest.mark.integration  # make integration, which CI runs after make test
+
+
 def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
