@@ -14,6 +14,19 @@ from workflow_run import env
 from kernels.io.atomic import write_text_atomic
 
 
+def test_a_write_cut_short_leaves_a_temporary_the_next_write_removes(tmp_path):
+    """A process killed between the temporary and the rename (kill -9, a warm worker ended
+    with its job) leaves ".NAME.XXXXXXXX.tmp"; the next write of NAME removes it, and no
+    other file's temporary (its seal's, a longer name's)."""
+    left = tmp_path / ".verdicts.json.hxvgnnfz.tmp"
+    others = [tmp_path / ".verdicts.json.seal.json.a1b2c3d4.tmp", tmp_path / ".verdicts.json2.a1b2c3d4.tmp"]
+    for path in (left, *others):
+        path.write_text("{")
+    write_text_atomic(tmp_path / "verdicts.json", "[]")
+    assert not left.exists() and all(path.exists() for path in others)
+    assert (tmp_path / "verdicts.json").read_text() == "[]"
+
+
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
 def test_atomic_writes_get_the_umask_permissions(tmp_path, umask, mode):
     before = os.umask(umask)

@@ -8,6 +8,7 @@ import csv
 import errno
 import io
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -67,11 +68,28 @@ def saying_a_full_disk(command: Callable[[], int]) -> int:
         return 1
 
 
+def temporary_pattern(target: Path) -> re.Pattern:
+    """The names mkstemp gives ``target``'s temporaries: ".NAME." and 8 characters, ".tmp"
+    (not another file's that starts with NAME, such as its seal's)."""
+    return re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def drop_interrupted(target: Path) -> None:
+    """Remove the temporaries of ``target`` that a write cut short left behind (a process
+    killed between creating one and the rename: kill -9, or a warm worker ended with its
+    job). The job writing ``target`` now owns it, so no other write of it is under way."""
+    pattern = temporary_pattern(target)
+    for entry in os.scandir(target.parent):
+        if pattern.fullmatch(entry.name):
+            Path(entry.path).unlink(missing_ok=True)
+
+
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, sealed: bool = False) -> None:
     """Call ``write(temporary_path)``, then rename the result to ``path``; ``sealed``: a table,
     whose seal (kernels.io.seal: its rows, bytes and hash) is written after it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    drop_interrupted(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
