@@ -36,6 +36,11 @@ FIRST = (
     "test_expected.py",
     "test_trust.py",
     "test_wheels.py",
+    # the longest of the rest (15–25 s each), so that short files fill the end of the run
+    "test_build.py",
+    "test_gpu_scripts.py",
+    "test_validate_backward.py",
+    "test_any_machine_plan.py",
 )
 
 
