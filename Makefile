@@ -40,7 +40,7 @@ preflight: venv
 # (tests/test_slurm.py; .ci/run installs SLURM) and the GPU machine's wheelhouse made from the
 # package index (tests/test_wheels.py). Each is skipped, saying why, where its service is missing.
 integration: venv
-	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider --durations=5 -m integration tests/test_slurm.py tests/test_wheels.py
+	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider --durations=5 -m integration
 
 # A benchmark run, not part of `make test`: the suite under coverage, every Python subprocess
 # measured (pyproject.toml, [tool.coverage]); the line coverage of kernels/, reports/ and
