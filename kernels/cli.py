@@ -354,19 +354,32 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
         default=JOB_LIMIT_SECONDS,
         help="seconds after which the measurement stops and the record says failed",
     )
+    add_timing_arguments(cmd)
+    cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
+
+
+def add_timing_arguments(cmd: argparse.ArgumentParser) -> None:
+    """Config ``timing``: how long a CPU times a call, a stage and (kernels.spec.rate_seconds)
+    a ceiling's rate."""
     cmd.add_argument(
         "--cpu-seconds",
         type=positive_seconds,
-        help="on a CPU, the most seconds the point's call is timed, stable or not "
-        f"(default {CPU_MAX_SECONDS:g})",
+        help=f"on a CPU, the most seconds a call is timed, stable or not (default {CPU_MAX_SECONDS:g})",
     )
     cmd.add_argument(
         "--stage-seconds",
         type=positive_seconds,
-        help="on a CPU, the least seconds the stages' warm and cold passes take "
-        f"(default {STAGE_MIN_SECONDS['cpu']:g})",
+        help="on a CPU, the least seconds the stages' warm and cold passes take, and a rate "
+        f"in proportion (default {STAGE_MIN_SECONDS['cpu']:g})",
     )
-    cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
+
+
+def chosen_windows(args: argparse.Namespace):
+    """The timing windows --cpu-seconds and --stage-seconds ask for, the defaults for the rest."""
+    from kernels.measure.timing import Windows, default_windows
+
+    default = default_windows()
+    return Windows(args.cpu_seconds or default.cpu_seconds, args.stage_seconds or default.stage_seconds)
 
 
 # The commands besides measure that take --time-limit, and what each leaves when it passes.
@@ -417,6 +430,7 @@ def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
         "passes the sweep's: kernels.study.sweep.product_shapes); none: no operation rates",
     )
     cmd.add_argument("--threads", type=positive_int, help="torch's thread count (default: torch's own)")
+    add_timing_arguments(cmd)
     cmd.add_argument("--out", required=True, type=output_file, help="JSON to write (atomically)")
 
 
@@ -581,7 +595,7 @@ def run_measure(args: argparse.Namespace) -> int:
     from kernels.io.records import write_record
     from kernels.measure.deadline import deadline
     from kernels.measure.run import base_record, measure, now
-    from kernels.measure.timing import Windows, default_windows, windows
+    from kernels.measure.timing import windows
 
     builds = [load_json(path, "--require-build") for path in args.require_build or []]
     validation = load_json(args.require_validation, "--require-validation")
@@ -596,9 +610,7 @@ def run_measure(args: argparse.Namespace) -> int:
         "reason": f"stopped after the time limit of {args.time_limit:g} s per measure job (--time-limit)",
     }
     on_expiry = lambda: write_record(timed_out | {"finished_at": now()}, args.out)  # noqa: E731
-    default = default_windows()
-    chosen = Windows(args.cpu_seconds or default.cpu_seconds, args.stage_seconds or default.stage_seconds)
-    with deadline(args.time_limit, on_expiry) as lock, windows(chosen):
+    with deadline(args.time_limit, on_expiry) as lock, windows(chosen_windows(args)):
         try:
             record = measure(
                 point,
@@ -649,7 +661,10 @@ def run_ceilings(args: argparse.Namespace) -> int:
     if absent:
         write_ceilings_unavailable(args, absent)
         return 0
-    found = ceilings.measure(device, products=args.products)
+    from kernels.measure.timing import windows
+
+    with windows(chosen_windows(args)):
+        found = ceilings.measure(device, products=args.products)
     with getattr(args, "write_lock", contextlib.nullcontext()):
         write_text_atomic(args.out, json.dumps(found, indent=1) + "\n")
     print(

@@ -9,6 +9,13 @@ import shutil
 from pathlib import Path
 
 os.environ.setdefault("ATTNIO_INTERPRET", "1")
+# One thread per pool in the suite's own processes (and the commands they start), before torch
+# or numpy is imported: two test workers already fill two cores, and a second OpenMP or BLAS
+# thread only spins waiting for a core (beside the other worker, the interpreter tests took
+# 15 % more CPU with two). Snakemake sets these per job to the job's threads, so a study's
+# timed jobs still run on the threads its rules give them.
+for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
 
 import suite_machine  # noqa: E402
 

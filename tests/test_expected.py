@@ -260,6 +260,7 @@ def handoff_shapes(tmp_path_factory) -> Path:
     workdir = checkout_copy(base / "study")
     (workdir / "shapes.yaml").write_text(
         "device: cpu\n"
+        "timing: {cpu_seconds: 0.3, stage_seconds: 0.1}\n"  # the ci preset's: rates sampled a tenth as long
         "sweep:\n"
         "  - {impls: [torch_naive], tokens: [64, 256], head_dim: [32, 128], dtype: [float32, float16],"
         " causal: [true, false]}\n"

@@ -85,6 +85,7 @@ def test_every_launch_of_the_gpu_study_fits_the_gpu_it_runs_on(tmp_path):
     assert f"{len(launches)} launches of {len(found['variants'])} compiled variants" in log
 
 
+@pytest.mark.preflight
 def test_the_default_launch_fits_every_head_dim_on_every_known_target(tmp_path):
     """The fused kernel's default pipelining depth is chosen against the smallest shared
     memory of the known targets: at the default blocks it builds everywhere, at every d."""
@@ -142,6 +143,7 @@ def test_a_compiled_kernel_is_recalled_with_its_findings_and_compiled_where_the_
     assert [r["registers"] for r in lost["variants"]] == [r["registers"] for r in first["variants"]]
 
 
+@pytest.mark.preflight
 def test_validation_leaves_out_the_cases_that_cannot_launch_and_says_why(tmp_path):
     """On an sm_86 GPU (101,376 B of shared memory per block) the fused kernel with 128 × 64
     blocks cannot hold d = 256; validation there leaves those cases out, naming the kernel,

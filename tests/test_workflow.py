@@ -104,6 +104,17 @@ def is_timed(job: dict) -> bool:
     return job["rule"] == "measure" and not job["log"][0].split("/")[3].startswith("triton_")
 
 
+def test_the_ceilings_are_timed_with_the_studys_timing(study):
+    """Config timing reaches the ceilings job as it reaches the points: the ci preset's rates
+    are sampled a tenth as long as a default study's (kernels.spec.rate_seconds)."""
+    [command] = {
+        json.loads(path.read_text())["shellcmd"]
+        for path in (study / ".snakemake" / "metadata").rglob("*")
+        if path.is_file() and json.loads(path.read_text())["rule"] == "ceilings"
+    }
+    assert "--cpu-seconds 0.3 --stage-seconds 0.1 " in command, command
+
+
 def test_no_job_runs_beside_a_timed_one(study):
     jobs = job_intervals(study)
     timed = [j for j in jobs if is_timed(j)]

@@ -12,7 +12,8 @@ copy whose source and destination together fill half of what the copy meets at t
 it meets that thread's instance), and for DRAM (``bytes``: the memory's size) a copy of four
 times what the job's threads meet of the last level (at least 64 MiB, at most a quarter of the
 memory). Each copy is run over and over on the same buffers, so they stay in their level: on
-a CPU in blocks of about a millisecond for at least 0.15 s (at most 0.6 s), each block
+a CPU in blocks of about a millisecond for at least 0.15 s (at most 0.6 s; a study timed
+quicker, config ``timing``, in proportion: kernels.spec.rate_seconds), each block
 followed by as many one-element copies, 64 at least (torch's fixed cost of a call,
 ``call_us``, which would otherwise dominate a copy inside L1); on a GPU as a CUDA graph of
 repeated copies without any L2 flush (``triton.testing.do_bench_cudagraph``), the one-element
@@ -46,8 +47,8 @@ import torch
 
 from kernels.measure import caches as cache_levels
 from kernels.measure.provenance import device_name
-from kernels.measure.timing import time_cpu, time_cuda
-from kernels.spec import RATE_MAX_SECONDS, RATE_MIN_SAMPLES, RATE_MIN_SECONDS
+from kernels.measure.timing import current_windows, time_cpu, time_cuda
+from kernels.spec import RATE_MIN_SAMPLES, rate_seconds
 
 COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}  # per tensor, when no cache level is known
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
@@ -84,6 +85,7 @@ def warm_times(device: str, fn, fixed) -> tuple[float, float, float]:
     fn()
     calls = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - started, 1e-9)))
     fixed_calls = max(calls, FIXED_CALLS)
+    least, most = rate_seconds(current_windows().stage_seconds)  # config timing: a quick study less
     whole: list[float] = []
     alone: list[float] = []
     data: list[float] = []
@@ -99,7 +101,7 @@ def warm_times(device: str, fn, fixed) -> tuple[float, float, float]:
         alone.append((time.perf_counter() - middle) / fixed_calls)
         data.append(whole[-1] - alone[-1])
         spent = time.perf_counter() - begun
-        if spent >= RATE_MAX_SECONDS or (spent >= RATE_MIN_SECONDS and len(data) >= RATE_MIN_SAMPLES):
+        if spent >= most or (spent >= least and len(data) >= RATE_MIN_SAMPLES):
             return statistics.median(whole), statistics.median(alone), statistics.median(data)
 
 

@@ -38,9 +38,7 @@ from kernels.spec import (
     DEFAULT_BLOCK,
     DEFAULT_INTERPRETER_LIMIT,
     FUSED_LAUNCH_CANDIDATES,
-    RATE_MAX_SECONDS,
     RATE_MIN_SAMPLES,
-    RATE_MIN_SECONDS,
     RATE_SINGLE_CALLS,
     STAGE_FEWEST_PASSES,
     STAGE_FLUSH_FACTOR,
@@ -49,6 +47,7 @@ from kernels.spec import (
     STAGE_MAX_SECONDS,
     STAGE_MIN_PASSES,
     STAGE_MIN_SECONDS,
+    rate_seconds,
 )
 from kernels.study import cost, expected, predict
 from kernels.study.gpus import Gpu
@@ -389,9 +388,9 @@ def measure_seconds(point: Point, machine: Machine, plan: Plan, work: Work | Non
 
 
 # The ceilings job samples each cache level's copy and the exponentials for RATE_MIN_SECONDS
-# to RATE_MAX_SECONDS each (kernels.measure.ceilings); a machine describes up to three data
-# levels.
-LEVEL_SAMPLING_S = 4 * 0.3
+# to RATE_MAX_SECONDS each (kernels.measure.ceilings), a quick study in proportion
+# (kernels.spec.rate_seconds); a machine describes up to three data levels: about 2 × the least.
+SAMPLED_LEVELS = 4
 
 
 # The backward's crossing walks every tile pair of its fused model at each T of its range
@@ -434,10 +433,12 @@ def ceilings_seconds(machine: Machine) -> float:
     fill = cpu_fill(machine)
     timed = cpu_window(copy, machine.windows, fill) + cpu_window(product, machine.windows, fill)
     # the inputs: random numbers, written once
-    return machine.startup.job_s + timed + 4 * copy + LEVEL_SAMPLING_S + ops_seconds(machine.ceilings)
+    sampling = SAMPLED_LEVELS * 2 * rate_seconds(machine.windows.cpu_stage_s)[0]
+    ops = ops_seconds(machine.ceilings, machine.windows)
+    return machine.startup.job_s + timed + 4 * copy + sampling + ops
 
 
-def ops_seconds(ceilings: dict) -> float:
+def ops_seconds(ceilings: dict, windows: Windows) -> float:
     """The operations' rates (kernels.measure.op_rates), from the calls the ceilings timed:
     each sampled as the copies are (three calls to start, then blocks for at least
     RATE_MIN_SECONDS, at most RATE_MAX_SECONDS, RATE_MIN_SAMPLES at least); a flushed or handed
@@ -446,15 +447,16 @@ def ops_seconds(ceilings: dict) -> float:
     ops = ceilings.get("ops")
     if not ops:
         return 0.0
+    least, most = rate_seconds(windows.cpu_stage_s)
     total = 0.0
     for entry in (ops.get("products") or []) + (ops.get("passes") or []):
         call = entry["time_us"] / 1e6
         if "before_us" in entry:
             total += RATE_SINGLE_CALLS * (call + entry["before_us"] / 1e6)
         else:
-            sampled = min(RATE_MAX_SECONDS, max(RATE_MIN_SECONDS, RATE_MIN_SAMPLES * max(call, 1e-3)))
+            sampled = min(most, max(least, RATE_MIN_SAMPLES * max(call, 1e-3)))
             total += 3 * call + max(call, sampled)
-    return total + 4 * 2 * RATE_MIN_SECONDS  # the fixed costs: a chain timed, each call in blocks
+    return total + 4 * 2 * least  # the fixed costs: a chain timed, each call in blocks
 
 
 def validate_seconds(work: Work, machine: Machine, cache_filled: bool) -> float:

@@ -19,10 +19,13 @@ rule ceilings:
         device=DEVICE,
         threads=threads_option,
         products=PRODUCT_SHAPES,
+        cpu_seconds=config["timing"]["cpu_seconds"],
+        stage_seconds=config["timing"]["stage_seconds"],
     shell:
         "python -m kernels ceilings --device {params.device:q} {params.threads:q} "
-        "--products {params.products:q} --time-limit {params.time_limit:q} --out {output:q} "
-        "> {log:q} 2>&1"
+        "--products {params.products:q} --cpu-seconds {params.cpu_seconds:q} "
+        "--stage-seconds {params.stage_seconds:q} --time-limit {params.time_limit:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule measure:

@@ -7,4 +7,9 @@ INTERPRET: bool = mode.interpret()  # must precede the first @triton.jit of attn
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+if INTERPRET:
+    from kernels.impl.triton import quicker_interpreter
+
+    quicker_interpreter.install()
+
 __all__ = ["INTERPRET", "tl", "triton"]
