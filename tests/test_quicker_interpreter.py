@@ -1,8 +1,13 @@
 """The interpreter's per-call patching taken out (kernels/impl/triton/quicker_interpreter.py):
 one patching per launch however often its device functions are called, the language as
-Triton left it after the launch, and the same numbers as the kernel gives without it."""
+Triton left it after the launch; its overflow sanitizer off unless TRITON_DEBUG asks for it.
+That the kernels' numbers are the same is every kernel test's question."""
+
+import subprocess
+import sys
 
 import torch
+from workflow_run import env
 
 from kernels.impl.triton import quicker_interpreter
 from kernels.impl.triton.lang import tl, triton
@@ -39,3 +44,23 @@ def test_a_launch_patches_the_language_once_and_leaves_it_as_it_was(monkeypatch)
     assert {name: getattr(tl, name) for name in before} == before  # restored after the launch
     _doubling_kernel[(1,)](x, out, N=16, ROUNDS=5)
     assert patched == ["_doubling_kernel"] * 2  # the next launch patches again
+
+
+def test_the_overflow_sanitizer_is_off_as_in_compiled_kernels_unless_triton_debug_is_on():
+    from triton.runtime import interpreter
+
+    assert interpreter.interpreter_builder.options.sanitize_overflow is False
+    code = (
+        "from kernels.impl.triton import lang\n"
+        "from triton.runtime import interpreter\n"
+        "print(interpreter.interpreter_builder.options.sanitize_overflow)"
+    )
+    for debug, kept in (("1", "True"), ("0", "False")):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env() | {"ATTNIO_INTERPRET": "1", "TRITON_DEBUG": debug},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and done.stdout.strip() == kept, done.stderr[-2000:]
