@@ -127,12 +127,11 @@ RATE_MIN_SECONDS = 0.15
 RATE_MAX_SECONDS = 0.6
 RATE_MIN_SAMPLES = 7
 RATE_SINGLE_CALLS = 15
-# A study timed quicker or longer than the default (config timing.stage_seconds) samples its
-# rates for RATE_MIN_SECONDS and RATE_MAX_SECONDS in the same proportion (the ci preset: a tenth).
 
 
 def rate_seconds(stage_seconds: float) -> tuple[float, float]:
     """The least and the most seconds a CPU rate is sampled for in a study whose stages are
-    timed for at least ``stage_seconds``."""
+    timed for at least ``stage_seconds`` (config timing): RATE_MIN_SECONDS and
+    RATE_MAX_SECONDS at the default, in proportion otherwise (the ci preset: a tenth)."""
     share = stage_seconds / STAGE_MIN_SECONDS["cpu"]
     return RATE_MIN_SECONDS * share, RATE_MAX_SECONDS * share

@@ -14,8 +14,8 @@
    the interpreter runs (config ``interpreter_limit``) keep every 32-bit index far from
    overflowing, and the check was a third of the interpreter tests' time.
 
-What the interpreter computes is unchanged: the same patched functions run, in the same order,
-on the same data.
+The kernels' results are unchanged: the same patched functions run, in the same order, on the
+same data; only the overflow asserts are gone.
 Installed once, by ``kernels.impl.triton.lang``, only in interpreter mode; ``installed``
 says whether it took (a Triton whose interpreter lacks these names is left as it is).
 """
