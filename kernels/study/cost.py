@@ -11,6 +11,7 @@ to the byte; that agreement is what makes the model a description of the kernels
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kernels import catalog
 from kernels.spec import REFERENCE_CHUNK_BYTES
@@ -75,44 +76,69 @@ def _scores_tiles(point: Point, m: int) -> int:
     return min(n_tiles, (m * point.block_m + point.block_m - 1) // point.block_n + 1)
 
 
+@dataclass(frozen=True)
+class BlockWalk:
+    """What the query blocks of one (T, block_m, block_n, mask) stream, summed over the
+    blocks: the as-issued models are these sums times d, e and B·H."""
+
+    rows_by_tiles: int  # Σ rows · score tiles that load Q and K
+    keys_loaded: int  # Σ key rows those tiles load
+    rows_by_span: int  # Σ rows · key span: the scores a block reads back
+    span: int  # Σ key span: the K or V rows a block streams
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    tokens: int
+    block_m: int
+    block_n: int
+    causal: bool
+
+
+@lru_cache(maxsize=4096)
+def block_walk(tokens: int, block_m: int, block_n: int, causal: bool) -> BlockWalk:
+    """Every query block walked once per shape (cached: a predictions table asks for the same
+    shape at each d, dtype, batch and head count; T = 131,072 is 8,192 blocks)."""
+    point = _Blocks(tokens, block_m, block_n, causal)
+    rows_by_tiles = keys_loaded = rows_by_span = span = 0
+    for m in range(cdiv(tokens, block_m)):
+        rows, tiles, keys = _rows(point, m), _scores_tiles(point, m), _key_span(point, m)
+        rows_by_tiles += rows * tiles
+        keys_loaded += min(tiles * block_n, tokens)
+        rows_by_span += rows * keys
+        span += keys
+    return BlockWalk(rows_by_tiles, keys_loaded, rows_by_span, span)
+
+
+def walk_of(point: Point) -> BlockWalk:
+    return block_walk(point.tokens, point.block_m, point.block_n, point.causal)
+
+
 def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
-    q = k = p = v = o = 0
-    for m in range(cdiv(T, point.block_m)):
-        rows, tiles = _rows(point, m), _scores_tiles(point, m)
-        q += rows * d * e * tiles
-        k += min(tiles * point.block_n, T) * d * e
-        span = _key_span(point, m)
-        p += rows * span * e_sp
-        v += span * d * e
-        o += rows * d * e
+    walk = walk_of(point)
     passes = 1 if min(next_power_of_2(T), point.max_row_block) >= T else 2
     sp = T * T * e_sp
     return {
-        ("scores", "Q", "load"): G * q,
-        ("scores", "K", "load"): G * k,
+        ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
+        ("scores", "K", "load"): G * walk.keys_loaded * d * e,
         ("scores", "S", "store"): G * sp,
         ("softmax", "S", "load"): G * sp * passes,
         ("softmax", "P", "store"): G * sp,
-        ("pv", "P", "load"): G * p,
-        ("pv", "V", "load"): G * v,
-        ("pv", "O", "store"): G * o,
+        ("pv", "P", "load"): G * walk.rows_by_span * e_sp,
+        ("pv", "V", "load"): G * walk.span * d * e,
+        ("pv", "O", "store"): G * T * d * e,
     }
 
 
 def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
     T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
-    q = kv = o = 0
-    for m in range(cdiv(T, point.block_m)):
-        rows = _rows(point, m)
-        q += rows * d * e
-        kv += _key_span(point, m) * d * e
-        o += rows * d * e
+    kv = G * walk_of(point).span * d * e
     return {
-        ("attention_fwd", "Q", "load"): G * q,
-        ("attention_fwd", "K", "load"): G * kv,
-        ("attention_fwd", "V", "load"): G * kv,
-        ("attention_fwd", "O", "store"): G * o,
+        ("attention_fwd", "Q", "load"): G * T * d * e,
+        ("attention_fwd", "K", "load"): kv,
+        ("attention_fwd", "V", "load"): kv,
+        ("attention_fwd", "O", "store"): G * T * d * e,
     }
 
 

@@ -17,7 +17,7 @@ Non-causal, S moves 3·B·H·T²·e_sp bytes (one store, two full loads) against
 
 from __future__ import annotations
 
-from kernels.study.cost import _key_span, _rows, _scores_tiles, cdiv
+from kernels.study.cost import walk_of
 
 STAT_BYTES = 4  # M and L are float32
 
@@ -27,25 +27,18 @@ def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
     ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
-    q = k = s = v = o = 0
-    for m in range(cdiv(T, point.block_m)):
-        rows, tiles, span = _rows(point, m), _scores_tiles(point, m), _key_span(point, m)
-        q += rows * d * e * tiles
-        k += min(tiles * point.block_n, T) * d * e
-        s += rows * span * e_sp
-        v += span * d * e
-        o += rows * d * e
+    walk = walk_of(point)
     stats = T * STAT_BYTES
     return {
-        ("scores", "Q", "load"): G * q,
-        ("scores", "K", "load"): G * k,
+        ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
+        ("scores", "K", "load"): G * walk.keys_loaded * d * e,
         ("scores", "S", "store"): G * T * T * e_sp,
-        ("stats", "S", "load"): G * s,
+        ("stats", "S", "load"): G * walk.rows_by_span * e_sp,
         ("stats", "M", "store"): G * stats,
         ("stats", "L", "store"): G * stats,
-        ("pv", "S", "load"): G * s,
+        ("pv", "S", "load"): G * walk.rows_by_span * e_sp,
         ("pv", "M", "load"): G * stats,
         ("pv", "L", "load"): G * stats,
-        ("pv", "V", "load"): G * v,
-        ("pv", "O", "store"): G * o,
+        ("pv", "V", "load"): G * walk.span * d * e,
+        ("pv", "O", "store"): G * T * d * e,
     }
