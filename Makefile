@@ -36,9 +36,11 @@ preflight: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m preflight tests/test_preflight.py
 
 # In CI after `make test`; not part of `make test`: the tests that wait on a service beside the
-# suite (marker integration): a small study through a one-node SLURM cluster on loopback
-# (tests/test_slurm.py; .ci/run installs SLURM) and the GPU machine's wheelhouse made from the
-# package index (tests/test_wheels.py). Each is skipped, saying why, where its service is missing.
+# suite or run a workflow of their own (marker integration): a small study through a one-node
+# SLURM cluster on loopback (tests/test_slurm.py; .ci/run installs SLURM), the GPU machine's
+# wheelhouse made from the package index (tests/test_wheels.py), and the budget rule's plan of
+# the ci study, whose calibration is a 17-job workflow (tests/test_workflow.py). Each is
+# skipped, saying why, where its service is missing.
 integration: venv
 	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider --durations=5 -m integration
 

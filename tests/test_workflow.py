@@ -239,10 +239,15 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
 
 REPORTS = sorted(path.stem for path in (ROOT / "reports").glob("*.ipynb"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Read in the browser once the page has loaded: its images, those decoded, those laid out with
+# a visible box, and the height the page takes (a page drawn blank or hidden takes none).
 PROBE = (
     "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
+    " const shown = imgs.filter(i => { const r = i.getBoundingClientRect();"
+    " return r.width > 0 && r.height > 0 && getComputedStyle(i).visibility === 'visible'; });"
     " document.title = 'IMAGES ' + imgs.length + ' ' +"
-    " imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>"
+    " imgs.filter(i => i.complete && i.naturalWidth > 0).length + ' ' + shown.length + ' ' +"
+    " Math.round(document.body.getBoundingClientRect().height); });</script>"
 )
 
 
@@ -295,22 +300,16 @@ def test_renders_in_a_browser_with_every_image(study, name, tmp_path):
     probe = tmp_path / "probe.html"
     probe.write_text(page.replace("</body>", PROBE + "</body>"))
     dom = chromium(
-        "--dump-dom", "--virtual-time-budget=10000", probe.as_uri(), user_dir=tmp_path / "profile-dom"
-    )
-    title = re.search(r"<title>IMAGES (\d+) (\d+)</title>", dom.stdout)
+        "--dump-dom", "--virtual-time-budget=10000", "--window-size=1200,2400", probe.as_uri(),
+        user_dir=tmp_path / "profile",
+    )  # fmt: skip
+    title = re.search(r"<title>IMAGES (\d+) (\d+) (\d+) (\d+)</title>", dom.stdout)
     assert title, dom.stderr[-2000:]
-    assert int(title.group(1)) == int(title.group(2)) == expected
+    images, decoded, shown, height = map(int, title.groups())
+    assert images == decoded == shown == expected
     if name != "index":
         assert expected >= 2
-    shot = tmp_path / "shot.png"
-    chromium(
-        f"--screenshot={shot}",
-        "--window-size=1200,2400",
-        "--hide-scrollbars",
-        source.as_uri(),
-        user_dir=tmp_path / "profile-shot",
-    )
-    assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+    assert height > 500  # a page laid out, not a blank one
 
 
 def render(template, parameters: dict, out_dir, environment=None):
@@ -408,11 +407,15 @@ def job_stats(output: str) -> dict[str, int]:
     return {rule: started.count(rule) for rule in dict.fromkeys(started) if rule != "all"}
 
 
+@pytest.mark.integration  # make integration, which CI runs after make test
 def test_the_budget_plans_the_jobs_the_ci_study_ran(study):
     """The budget rule run where the ci study ran: its plan holds every rule's jobs as the
     run had them, for every point, on the study's device. Whether its time is right is a
     benchmark's question, asked on an idle machine (`make estimate-check`,
-    scripts/estimate_check.py): beside the other tests no time can be held to a bound."""
+    scripts/estimate_check.py): beside the other tests no time can be held to a bound.
+    Outside `make test`: the rule calibrates by running a workflow of its own (17 jobs, a
+    build, a page and a probe among them; 20 s of CPU), which issue 46 replaces with the
+    run's own benchmark records."""
     done = snakemake(
         study, "budget", "--forcerun", "budget", "--cores", "2",
         "--configfile", "config/config.yaml", "config/presets/ci.yaml", timeout=900,
