@@ -127,6 +127,14 @@ def release_memory() -> None:
         _LIBC.malloc_trim(0)
 
 
+def settle() -> None:
+    """Release memory, then freeze what is left (gc.freeze): the imports' and the rehearsal's
+    objects live as long as the worker, and a collection after each job then walks only what
+    jobs made (about 40 ms for each job without it, with torch and triton imported)."""
+    release_memory()
+    gc.freeze()
+
+
 def allocated_bytes() -> int:
     """What the process holds: resident host memory and, on a GPU, torch's allocations there."""
     found = rss_bytes() or 0

@@ -145,7 +145,7 @@ class Worker:
         self.jobs = 0
         self.rehearsed = False
         self.leak_limit = lane.run.leak_mb * 2**20
-        isolation.release_memory()
+        isolation.settle()
         self.pristine = isolation.Pristine.now()
 
     def serve(self, conn: socket.socket) -> tuple[str | None, int]:
@@ -159,7 +159,7 @@ class Worker:
         measures = argv[:1] == ["measure"]
         if measures and not self.rehearsed:
             rehearse()
-            isolation.release_memory()
+            isolation.settle()
             self.pristine.watched = isolation.Pristine.now().watched
             self.rehearsed = True
         send(conn, event="started", pid=os.getpid())
