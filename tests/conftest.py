@@ -30,12 +30,15 @@ import pytest  # noqa: E402
 # the files that copy the study after those, when it is made; the short files fill the end.
 FIRST = (
     "test_workflow.py",  # makes the shared study (conftest.study), then reads it
+    # files that wait (a validation past its limit, hung plugins, a page past its limit):
+    # beside the study, whose jobs take the core they leave idle
+    "test_warm_worker.py",
+    "test_page_outcome.py",
     "test_contention.py",
     "test_reports_any_grid.py",
     "test_preflight.py",
     "test_slurm.py",
     "test_example_plugin.py",
-    "test_warm_worker.py",
     "test_workflow_plan.py",
     "test_reports_any_study.py",
     "test_workflow_copies.py",  # copies of the shared study: made by now, or nearly
