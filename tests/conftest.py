@@ -59,17 +59,28 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_folder(tmp_path_factory, worker_id) -> Path:
+    """The run's folder that both test workers see: the shared study and the seeded
+    ceilings are made there once (each under a lock, by the first worker to ask)."""
+    import workflow_run
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":  # every xdist worker's base folder sits in the run's own
+        shared = shared.parent
+    workflow_run.SHARED = shared
+    return shared
+
+
 @pytest.fixture(scope="session")
-def study(tmp_path_factory, worker_id):
+def study(shared_folder):
     """The ci preset run once per suite run through the real workflow, as a user runs it
     inside a checkout, here one whose path has a space, a non-ASCII letter and a shell
     metacharacter, with an environment whose path has them too (every rule's python,
     Snakemake's script: rules included). Both test workers share it: the first to ask makes
     it under a file lock, the other waits and reads it (a failed run fails both, once). Tests
     read it, or change a copy of it (study_copy); only test_workflow.py runs Snakemake in it."""
-    shared = tmp_path_factory.getbasetemp()
-    if worker_id != "master":  # every xdist worker's base folder sits in the run's own
-        shared = shared.parent
+    shared = shared_folder
     folder = shared / "shared-study"
     workdir = folder / "attn io ü;x"
     with open(shared / "shared-study.lock", "w") as lock:

@@ -137,25 +137,39 @@ def worker_processes(folder: Path) -> list[int]:
 
 
 _CEILINGS: dict[str, bytes] = {}
+# the run's folder that both test workers see (tests/conftest.py sets it; None: this process's own)
+SHARED: Path | None = None
+
+
+def _measured_ceilings(workdir: Path) -> bytes:
+    """The ceilings command's output, run once per suite run: the first test worker to ask
+    makes it under a lock in the run's shared folder, the other reads it."""
+    import fcntl
+
+    shared = (SHARED or workdir) / "seeded-ceilings.json"
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            out = workdir / "ceilings-once.json"
+            subprocess.run(
+                [sys.executable, "-m", "kernels", "ceilings", "--device", "cpu", "--out", str(out)],
+                env=env() | {"ATTNIO_WORKER": "0"},
+                capture_output=True,
+                check=True,
+                timeout=300,
+            )
+            os.replace(out, shared)
+    return shared.read_bytes()
 
 
 def seed_ceilings(workdir: Path) -> Path:
-    """results/ceilings.json in workdir, measured once per test process without the sweep's
+    """results/ceilings.json in workdir, measured once per suite run without the sweep's
     operation rates (a few seconds instead of the workflow's ceilings job, about a minute on
     two busy cores): for a test whose question is not the ceilings. Snakemake then takes the
     file as made (no metadata of its own, no inputs newer than it) and runs no ceilings job;
     the ceilings job itself is tested on the shared ci study (test_workflow.py)."""
     if "json" not in _CEILINGS:
-        out = workdir / "ceilings-once.json"
-        subprocess.run(
-            [sys.executable, "-m", "kernels", "ceilings", "--device", "cpu", "--out", str(out)],
-            env=env() | {"ATTNIO_WORKER": "0"},
-            capture_output=True,
-            check=True,
-            timeout=300,
-        )
-        _CEILINGS["json"] = out.read_bytes()
-        out.unlink()
+        _CEILINGS["json"] = _measured_ceilings(workdir)
     seeded = workdir / "results" / "ceilings.json"
     seeded.parent.mkdir(parents=True, exist_ok=True)
     seeded.write_bytes(_CEILINGS["json"])

@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.spec import LARGE_INPUT
-from reports.pages import inputs
+from reports.pages import inputs, log_ticks
 
 MIB = 1 << 20
 # What names a point in a table for a reader, before the columns a table is about.
@@ -23,6 +23,7 @@ def style() -> None:
     """One look for every figure; fixed so that two renderings are byte-identical. In a
     notebook every figure is shown as an image with alternative text (figure_text)."""
     describe_figures()
+    log_ticks.use()
     sns.set_theme(style="whitegrid", context="notebook")
     plt.rcParams.update(
         {
