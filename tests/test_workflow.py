@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from html import unescape
+from html import escape, unescape
 from pathlib import Path
 
 import nbformat
@@ -239,16 +239,33 @@ def test_changing_one_value_reruns_only_what_it_affects(study, tmp_path):
 
 REPORTS = sorted(path.stem for path in (ROOT / "reports").glob("*.ipynb"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# Read in the browser once the page has loaded: its images, those decoded, those laid out with
-# a visible box, and the height the page takes (a page drawn blank or hidden takes none).
-PROBE = (
-    "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
-    " const shown = imgs.filter(i => { const r = i.getBoundingClientRect();"
-    " return r.width > 0 && r.height > 0 && getComputedStyle(i).visibility === 'visible'; });"
-    " document.title = 'IMAGES ' + imgs.length + ' ' +"
-    " imgs.filter(i => i.complete && i.naturalWidth > 0).length + ' ' + shown.length + ' ' +"
-    " Math.round(document.body.getBoundingClientRect().height); });</script>"
-)
+# Every page and the index, each in a frame of one probe page (srcdoc: the frames share the
+# probe's origin, so its script reads their documents), read in one browser launch once all
+# have loaded: per page its images, those decoded, those laid out with a visible box, and the
+# height it takes (a page drawn blank or hidden takes none).
+PROBE = """<script>
+window.addEventListener('load', () => {
+  const seen = {};
+  for (const frame of document.querySelectorAll('iframe')) {
+    const doc = frame.contentDocument, imgs = [...doc.images];
+    const shown = imgs.filter(i => { const r = i.getBoundingClientRect();
+      return r.width > 0 && r.height > 0
+        && frame.contentWindow.getComputedStyle(i).visibility === 'visible'; });
+    seen[frame.name] = [imgs.length, imgs.filter(i => i.complete && i.naturalWidth > 0).length,
+      shown.length, Math.round(doc.body.getBoundingClientRect().height)];
+  }
+  document.title = 'SEEN ' + JSON.stringify(seen);
+});
+</script>"""
+
+
+def in_frames(pages: dict[str, str]) -> str:
+    """One HTML page holding each of ``pages`` (name → HTML) in a frame of its own."""
+    frames = "".join(
+        f'<iframe name="{name}" width="1200" height="2400" srcdoc="{escape(page)}"></iframe>'
+        for name, page in pages.items()
+    )
+    return f"<!DOCTYPE html><html><head><title>probe</title></head><body>{frames}{PROBE}</body></html>"
 
 
 def chromium(*args, user_dir):
@@ -291,21 +308,31 @@ def test_executed_notebooks_have_no_errors(study, name):
     assert "import pandas" not in html  # code cells hidden by default
 
 
+@pytest.fixture(scope="module")
+def seen_in_a_browser(study, tmp_path_factory) -> dict[str, list[int]]:
+    """Every report and the index as headless Chromium laid them out (one launch for all):
+    name → [images, decoded, shown, height in pixels]."""
+    results = study / "results"
+    pages = {name: (results / "reports" / f"{name}.html").read_text() for name in REPORTS}
+    pages["index"] = (results / "index.html").read_text()
+    folder = tmp_path_factory.mktemp("browser")
+    probe = folder / "probe.html"
+    probe.write_text(in_frames(pages))
+    dom = chromium(
+        "--dump-dom", "--virtual-time-budget=10000", "--window-size=1300,2500", probe.as_uri(),
+        user_dir=folder / "profile",
+    )  # fmt: skip
+    found = re.search(r"<title>SEEN (.*)</title>", dom.stdout)
+    assert found, dom.stderr[-2000:]
+    return json.loads(unescape(found.group(1)))
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
 @pytest.mark.parametrize("name", REPORTS + ["index"])
-def test_renders_in_a_browser_with_every_image(study, name, tmp_path):
+def test_renders_in_a_browser_with_every_image(study, seen_in_a_browser, name):
     source = study / "results" / ("index.html" if name == "index" else f"reports/{name}.html")
-    page = source.read_text()
-    expected = len(re.findall(r"<img ", page))
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.replace("</body>", PROBE + "</body>"))
-    dom = chromium(
-        "--dump-dom", "--virtual-time-budget=10000", "--window-size=1200,2400", probe.as_uri(),
-        user_dir=tmp_path / "profile",
-    )  # fmt: skip
-    title = re.search(r"<title>IMAGES (\d+) (\d+) (\d+) (\d+)</title>", dom.stdout)
-    assert title, dom.stderr[-2000:]
-    images, decoded, shown, height = map(int, title.groups())
+    expected = len(re.findall(r"<img ", source.read_text()))
+    images, decoded, shown, height = seen_in_a_browser[name]
     assert images == decoded == shown == expected
     if name != "index":
         assert expected >= 2
