@@ -80,10 +80,9 @@ def study(shared_folder):
     Snakemake's script: rules included). Both test workers share it: the first to ask makes
     it under a file lock, the other waits and reads it (a failed run fails both, once). Tests
     read it, or change a copy of it (study_copy); only test_workflow.py runs Snakemake in it."""
-    shared = shared_folder
-    folder = shared / "shared-study"
+    folder = shared_folder / "shared-study"
     workdir = folder / "attn io ü;x"
-    with open(shared / "shared-study.lock", "w") as lock:
+    with open(shared_folder / "shared-study.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even on a crash
         outcome = folder / "outcome.txt"
         if not outcome.exists():
