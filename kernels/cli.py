@@ -838,12 +838,12 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def write_validation(args: argparse.Namespace, results=None, timed_out: bool = False) -> None:
     """--json's verdicts; ``timed_out``: those finished before the time limit, every other
-    case with verdict timeout and the reason (kernels.measure.validate.timed_out)."""
+    case with verdict timeout and the reason (kernels.measure.not_run.timed_out)."""
     from kernels.io.atomic import write_text_atomic
-    from kernels.measure import validate
+    from kernels.measure import not_run, validate
 
     if timed_out:
-        results = validate.timed_out(time_limit_reason(args), list(args.finished), **args.cases)
+        results = not_run.timed_out(time_limit_reason(args), list(args.finished), **args.cases)
         print(validate.summary(results), file=sys.stderr, flush=True)
     if args.json:
         write_text_atomic(args.json, json.dumps([r.to_dict() for r in results], indent=1))
@@ -871,10 +871,10 @@ def backward_shapes_of(args: argparse.Namespace, shapes, device: str) -> tuple:
 def validate_unavailable(args: argparse.Namespace, reason: str, shapes, causals, backward_shapes=()) -> int:
     """cuda asked for without a GPU: every case is written with verdict unavailable and the
     reason, so that the points of the study are recorded as skipped, naming it."""
-    from kernels.measure import validate
+    from kernels.measure import not_run, validate
 
     print(f"# validate on {args.device}: nothing run: {reason}", file=sys.stderr, flush=True)
-    results = validate.unavailable(
+    results = not_run.unavailable(
         reason,
         impls=tuple(args.impl),
         dtypes=tuple(args.dtype),

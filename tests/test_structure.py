@@ -244,3 +244,27 @@ def test_compat_names_the_feature_and_version_it_was_not_written_for(monkeypatch
     message = str(err.value)
     assert "counting interpreter traffic" in message and "triton 9.1.0" in message
     assert "3.6 and 3.7" in message
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No circles among the modules of kernels/ and reports/, function-level imports included:
+    each group found is named with who imports whom in it."""
+    from import_graph import circles, graph
+
+    edges = graph(ROOT, ("kernels", "reports"))
+    found = circles(edges)
+    said = [
+        "; ".join(f"{m} imports {', '.join(sorted(edges[m] & set(group)))}" for m in group) for group in found
+    ]
+    assert not found, "\n".join(said)
+
+
+def test_the_import_scan_finds_a_circle_through_a_function_level_import(tmp_path):
+    from import_graph import circles, graph
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("from pkg.b import f\n")
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    from . import a\n")
+    (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
+    assert circles(graph(tmp_path, ("pkg",))) == [["pkg.a", "pkg.b"]]

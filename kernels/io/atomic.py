@@ -7,12 +7,15 @@ from __future__ import annotations
 import csv
 import errno
 import io
+import json
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from kernels.io.seal import fingerprint, seal_path
 
 
 def new_file_mode() -> int:
@@ -103,9 +106,12 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, seal
             raise DiskFullError(target, getattr(err, "attnio_needed", None), written) from err
         raise
     if sealed:
-        from kernels.io.seal import write_seal
-
         write_seal(target)
+
+
+def write_seal(path: str | os.PathLike) -> None:
+    """The table's seal beside it (kernels.io.seal), written as every file is: atomically."""
+    write_text_atomic(seal_path(path), json.dumps(fingerprint(path), indent=1) + "\n")
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, *, sealed: bool = False) -> None:

@@ -44,12 +44,6 @@ def fingerprint(path: str | os.PathLike) -> dict:
     return {"table": path.name, "rows": _rows(path, content), "bytes": len(content), "sha256": digest}
 
 
-def write_seal(path: str | os.PathLike) -> None:
-    from kernels.io.atomic import write_text_atomic
-
-    write_text_atomic(seal_path(path), json.dumps(fingerprint(path), indent=1) + "\n")
-
-
 def _count(found: dict) -> str:
     rows = found.get("rows")
     counted = f"{rows:,} row{'s' * (rows != 1)}, " if rows is not None else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from kernels.impl import mode
+from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import peak_allocated
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.study.point import Point
@@ -68,8 +69,6 @@ def timed_backward_stages(point: Point, q, k, v, do, device: str) -> dict:
     blocks = (point.block_m, point.block_n) if point.triton else ()
     options = {"sp_dtype": point.sp_dtype} if point.sp_dtype else {}
     stages, _ = chain(q, k, v, do, point.causal, *blocks, **options)
-    from kernels.measure.run import timed_chain
-
     return timed_chain(point, stages, device)
 
 

@@ -40,15 +40,14 @@ from __future__ import annotations
 import datetime
 import math
 import os
-import statistics
 import time
 
 import torch
 
 from kernels.measure import caches as cache_levels
 from kernels.measure.provenance import device_name
-from kernels.measure.timing import current_windows, time_cpu, time_cuda
-from kernels.spec import RATE_MIN_SAMPLES, rate_seconds
+from kernels.measure.timing import time_cpu, time_cuda
+from kernels.measure.warm_rate import warm_times
 
 COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}  # per tensor, when no cache level is known
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
@@ -58,51 +57,12 @@ GRAIN = 32768  # elements under which torch runs an elementwise op on one thread
 PAST_FACTOR = 4  # DRAM's copy footprint over the last level's total size
 PAST_MIN_BYTES = 64 << 20
 EXP_BYTES = 1 << 20  # the exponentials' footprint when no cache level is known
-SAMPLE_SECONDS = 1e-3  # calls per sample: about this long
-CUDA_GRAPH_REP_MS = 20
-FIXED_CALLS = 64  # one-element calls per block at least: the first after a large copy is cold
 MIN_DATA_SHARE = 0.05  # of a call's time, left to the data once the fixed cost is taken out
 
 
 def _time(device: str, fn) -> float:
     found = time_cuda(fn) if device == "cuda" else time_cpu(fn, torch.get_num_threads())
     return found["time_ms"] / 1e3
-
-
-def warm_times(device: str, fn, fixed) -> tuple[float, float, float]:
-    """Median seconds of one call of ``fn`` repeated on the same data (kept in cache), of one
-    call of ``fixed`` (the same operation on one element: torch's fixed cost of a call), and of
-    their difference (what the data took). On a CPU the two alternate, block by block, so that
-    a change of clock or load meets both alike, and the difference is taken per pair."""
-    if device == "cuda":
-        from triton.testing import do_bench_cudagraph
-
-        both = [do_bench_cudagraph(f, rep=CUDA_GRAPH_REP_MS, return_mode="median") / 1e3 for f in (fn, fixed)]
-        return both[0], both[1], both[0] - both[1]
-    fn()  # warm-up: first touch, and the data into cache
-    fixed()
-    started = time.perf_counter()
-    fn()
-    calls = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - started, 1e-9)))
-    fixed_calls = max(calls, FIXED_CALLS)
-    least, most = rate_seconds(current_windows().stage_seconds)  # config timing: a quick study less
-    whole: list[float] = []
-    alone: list[float] = []
-    data: list[float] = []
-    begun = time.perf_counter()
-    while True:
-        started = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        middle = time.perf_counter()
-        for _ in range(fixed_calls):
-            fixed()
-        whole.append((middle - started) / calls)
-        alone.append((time.perf_counter() - middle) / fixed_calls)
-        data.append(whole[-1] - alone[-1])
-        spent = time.perf_counter() - begun
-        if spent >= most or (spent >= least and len(data) >= RATE_MIN_SAMPLES):
-            return statistics.median(whole), statistics.median(alone), statistics.median(data)
 
 
 def _floats(footprint: int, tensors: int = 2) -> int:

@@ -32,8 +32,8 @@ from collections.abc import Callable
 import torch
 
 from kernels.impl.reference import softmax_wide
-from kernels.measure.ceilings import warm_times
 from kernels.measure.stages import empty_caches, flush_buffer, time_stages
+from kernels.measure.warm_rate import warm_times
 from kernels.spec import RATE_SINGLE_CALLS
 
 KINDS = ("elementwise", "product", "softmax", "masked_fill")

@@ -22,6 +22,7 @@ import torch
 from kernels import catalog
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
+from kernels.measure.chain_times import timed_chain
 from kernels.measure.gates import skip_reason
 from kernels.measure.memory import peak_allocated
 from kernels.measure.provenance import device_name, measured_by, versions
@@ -29,7 +30,7 @@ from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT, REFEREN
 from kernels.study import cost
 from kernels.study.launch import launch_candidates
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_costs, stage_names
+from kernels.study.stage_cost import stage_names
 
 
 def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
@@ -180,37 +181,6 @@ def timed_stages(point: Point, q, k, v, device: str) -> dict:
     if point.triton and mode.interpret():
         return {"stage_time_reason": "not timed: Triton interpreter (correctness and counting only)"}
     return timed_chain(point, stage_chain(point, q, k, v), device)
-
-
-def timed_chain(point: Point, chain: list, device: str) -> dict:
-    """A chain of stages timed warm and cold (kernels.measure.stages), each beside its
-    modelled bytes, FLOPs and exponentials (kernels.study.stage_cost: a backward point's are
-    its backward's)."""
-    from kernels.measure.caches import last_level_bytes
-    from kernels.measure.stages import time_stages
-
-    last = last_level_bytes(device, threads=torch.get_num_threads())  # what this job's threads meet
-    timed = time_stages(chain, device, last)
-    costs = stage_costs(point)
-    if [c.stage for c in costs] != [t["stage"] for t in timed]:
-        raise RuntimeError(
-            f"stages run {[t['stage'] for t in timed]} but the model has {[c.stage for c in costs]}"
-        )
-    return {
-        "last_cache_bytes": last,
-        "stage_times": [
-            t
-            | {
-                "does": c.does,
-                "bytes": c.bytes,
-                "handoff_bytes": c.handoff_bytes,
-                "footprint_bytes": c.footprint_bytes,
-                "flops": c.flops,
-                "exps": c.exps,
-            }
-            for t, c in zip(timed, costs, strict=True)
-        ],
-    }
 
 
 def _merged_stages(stages: list[dict], counted: dict[tuple[str, str, str], int]) -> list[dict]:

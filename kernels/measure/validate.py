@@ -197,53 +197,9 @@ def validate(
     return results
 
 
-def unavailable(reason: str, **cases) -> list[Result]:
-    """Every case ``validate`` would run, with verdict ``unavailable`` and ``reason``, for a
-    device this machine does not have (cuda without a GPU): nothing is run, nothing is
-    allocated, and each case still says what it would have been expected to give.
-    ``cases``: validate's impls, dtypes, causals, shapes, block_m, block_n and seed."""
-    return not_run(reason, "unavailable", **cases)
-
-
-def timed_out(reason: str, finished: list[Result], **cases) -> list[Result]:
-    """A validation stopped at its time limit: the cases that finished as they came out, each
-    other with verdict ``timeout`` and ``reason`` (not as expected, so the implementation's
-    points are recorded as skipped, naming the limit)."""
-    done = {_case_of(r): r for r in finished}
-    return [done.get(_case_of(r), r) for r in not_run(reason, "timeout", **cases)]
-
-
-def _case_of(r: Result) -> tuple:
-    return (
-        r.direction,
-        r.impl,
-        r.dtype,
-        r.causal,
-        r.batch,
-        r.heads,
-        r.tokens,
-        r.head_dim,
-        r.layout,
-        r.inputs,
-        r.gradient,
-    )
-
-
-def not_run(
-    reason: str,
-    verdict: str,
-    impls=None,
-    dtypes=tuple(DTYPES),
-    causals=(False, True),
-    shapes=CPU_SHAPES,
-    block_m: int = DEFAULT_BLOCK,
-    block_n: int = DEFAULT_BLOCK,
-    seed: int = 0,
-    backward_shapes=(),
-) -> list[Result]:
-    """Every case ``validate`` would run with this ``verdict`` and ``reason`` as its message,
-    and with ``backward_shapes``, every backward case (kernels.measure.validate_backward)."""
-    impls = catalog.names() if impls is None else impls
+def forward_not_run(reason, verdict, impls, dtypes, causals, shapes, block_m, block_n, seed) -> list[Result]:
+    """Every forward case ``validate`` would run with this ``verdict`` and ``reason`` as its
+    message (nothing run)."""
     results = []
     for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
         # max |q·k|: q = k = LARGE_INPUT everywhere for large inputs; normal inputs never
@@ -267,12 +223,6 @@ def not_run(
                     seconds=0.0,
                 )  # fmt: skip
             )
-    if backward_shapes:
-        from kernels.measure.validate_backward import backward_not_run
-
-        results += backward_not_run(
-            reason, verdict, impls, dtypes, causals, backward_shapes, block_m, block_n, seed
-        )
     return results
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from kernels.study.cost import _key_span, _scores_tiles, cdiv
 from kernels.study.naive_backward_cost import _first_query
 from kernels.study.point import Point
-from kernels.study.stage_cost import StageCost
+from kernels.study.stage_type import StageCost
 
 BACKWARD_STAGES = ("dp", "ds", "dv", "dq", "dk")  # as kernels.impl.backward_stages runs them
 STAGED_BACKWARD = ("torch_naive", "triton_naive")

@@ -21,12 +21,12 @@ skip the tiles wholly in the future (the convention of kernels.study.cost.flops)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kernels import catalog
+from kernels.study.backward_stage_cost import backward_stage_costs, backward_stage_names
 from kernels.study.cost import flops, transfers
 from kernels.study.point import Point
 from kernels.study.predict import PRODUCTS
+from kernels.study.stage_type import StageCost
 
 TORCH_STAGES = ("scores", "scale", "mask", "softmax", "pv")
 # What each stage does, for tables and pages
@@ -49,29 +49,11 @@ FLOAT32_BYTES = 4
 MASK_BYTES = 1  # torch.bool
 
 
-@dataclass(frozen=True)
-class StageCost:
-    stage: str
-    does: str
-    handoff_bytes: int  # S, P (and softmax's float32 matrix) read and written
-    other_bytes: int  # Q, K, V, O and the mask
-    footprint_bytes: int  # the distinct T×T tensors the stage touches
-    flops: int  # matrix-product FLOPs as executed
-    exps: int  # exponentials
-    in_place: bool = False  # reads and writes S in place (no separate destination)
-
-    @property
-    def bytes(self) -> int:
-        return self.handoff_bytes + self.other_bytes
-
-
 def stage_names(point: Point) -> tuple[str, ...]:
     """The stages of a point in the order they run; () for a path that is not staged (its
     registration gives no stage chain). A backward point's are its backward's
     (kernels.study.backward_stage_cost)."""
     if point.backward:
-        from kernels.study.backward_stage_cost import backward_stage_names
-
         return backward_stage_names(point)
     if catalog.get(point.impl).stages is None:
         return ()
@@ -137,8 +119,6 @@ def _kernel_stages(point: Point) -> list[StageCost]:
 def stage_costs(point: Point) -> list[StageCost]:
     """Each stage of the point in the order it runs (empty for a path that is not staged)."""
     if point.backward:
-        from kernels.study.backward_stage_cost import backward_stage_costs
-
         return backward_stage_costs(point)
     if not stage_names(point):
         return []
