@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from kernels.measure import stages
 from kernels.measure.caches import last_level_bytes
-from kernels.measure.stages import time_stages
 from kernels.study.point import Point
 from kernels.study.stage_cost import stage_costs
 
@@ -17,7 +17,7 @@ def timed_chain(point: Point, chain: list, device: str) -> dict:
     modelled bytes, FLOPs and exponentials (kernels.study.stage_cost: a backward point's are
     its backward's)."""
     last = last_level_bytes(device, threads=torch.get_num_threads())  # what this job's threads meet
-    timed = time_stages(chain, device, last)
+    timed = stages.time_stages(chain, device, last)
     costs = stage_costs(point)
     if [c.stage for c in costs] != [t["stage"] for t in timed]:
         raise RuntimeError(
