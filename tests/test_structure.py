@@ -268,3 +268,16 @@ def test_the_import_scan_finds_a_circle_through_a_function_level_import(tmp_path
     (tmp_path / "pkg" / "b.py").write_text("def f():\n    from . import a\n")
     (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
     assert circles(graph(tmp_path, ("pkg",))) == [["pkg.a", "pkg.b"]]
+
+
+def test_the_layout_names_every_module_and_no_other():
+    """docs/layout.md's tree names every module of kernels/ and reports/ (an empty package
+    marker aside), and no module that is not there: one added, moved or removed without it
+    fails here."""
+    from layout_map import modules, named_paths
+
+    named = named_paths((ROOT / "docs" / "layout.md").read_text(encoding="utf-8"))
+    present = modules(ROOT, ("kernels", "reports"))
+    listed = {p for p in named if p.endswith(".py") and p.startswith(("kernels/", "reports/"))}
+    assert not present - named, f"not in docs/layout.md: {sorted(present - named)}"
+    assert not listed - present, f"in docs/layout.md but not in the tree: {sorted(listed - present)}"
