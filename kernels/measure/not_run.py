@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from kernels import catalog
 from kernels.impl.checks import DTYPES
-from kernels.measure.validate import Result, forward_not_run
+from kernels.measure.validate import forward_not_run
 from kernels.measure.validate_backward import backward_not_run
+from kernels.measure.verdict import Result
 from kernels.spec import DEFAULT_BLOCK
 from kernels.study.cases import CPU_SHAPES
 

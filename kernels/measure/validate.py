@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
 
 import torch
 
@@ -26,73 +25,11 @@ from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import future_mask, largest_product, reference_float64, torch_naive
 from kernels.impl.registry import attention
 from kernels.impl.sdpa import BackendUnavailableError
-from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT, SDPA_IMPLEMENTATIONS
+from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
+from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here
 from kernels.study.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
-
-RTOL_ABS = 1e-5
-
-
-@dataclass
-class Result:
-    impl: str
-    dtype: str
-    causal: bool
-    batch: int
-    heads: int
-    tokens: int
-    head_dim: int
-    layout: str
-    inputs: str
-    block_m: int | None
-    block_n: int | None
-    seed: int
-    error: float
-    bound: float
-    written: bool
-    # pass | fail | error | nonfinite | unavailable (a forced SDPA backend, or the device:
-    # cuda without a GPU) | unfit (its launch cannot run on this GPU: the preflight says why)
-    # | timeout (the validate job's time limit passed before the case ran)
-    # | refused (backward: the path has none, and said why)
-    verdict: str
-    expected: str  # pass | fail | nonfinite | refused
-    seconds: float
-    message: str = ""
-    direction: str = "forward"  # forward | backward (kernels.measure.validate_backward)
-    gradient: str = "normal"  # the backward's upstream gradient (kernels.spec.GRADIENTS)
-    saved_bytes: int | None = None  # backward: bytes autograd kept from the forward, measured
-    saved_model_bytes: int | None = None  # and as kernels.study.backward_cost counts them
-
-    @property
-    def as_expected(self) -> bool:
-        """A backend or a device this machine lacks, or a launch the GPU cannot hold, is not
-        a wrong answer: the case is left out, naming why."""
-        return self.verdict in (self.expected, "unavailable", "unfit")
-
-    def to_dict(self) -> dict:
-        return asdict(self) | {"as_expected": self.as_expected}
-
-
-def stored_score(impl: str, product: float, head_dim: int) -> float | None:
-    """The largest value an implementation writes into a stored S, from max |q·k|:
-    torch_naive stores the product and scales it in place, the others that store S in the
-    input dtype (triton_naive, triton_s_only, a plugin saying so) at least the scaled score;
-    None where no S is stored in the input dtype (fused, float32 or float64 S, PyTorch's
-    SDPA, whose math backend may widen)."""
-    entry = catalog.get(impl)
-    if entry.stores == "none" or entry.sp_dtype is not None or impl in SDPA_IMPLEMENTATIONS:
-        return None
-    return product if impl == "torch_naive" else product / math.sqrt(head_dim)
-
-
-def expected_verdict(impl: str, tokens: int, block_n: int, dtype: str, product: float, head_dim: int) -> str:
-    stored = stored_score(impl, product, head_dim)
-    if stored is not None and stored > torch.finfo(DTYPES[dtype]).max:
-        return "nonfinite"
-    if impl == "triton_tile_softmax" and tokens > block_n:
-        return "fail"
-    return "pass"
 
 
 def _max_abs(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -34,7 +34,7 @@ from kernels.impl.reference import largest_product, reference_float64, torch_nai
 from kernels.impl.registry import attention
 from kernels.impl.sdpa import BackendUnavailableError
 from kernels.measure.saved import saved_bytes, saved_during
-from kernels.measure.validate import RTOL_ABS, Result, expected_verdict
+from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
 from kernels.spec import DEFAULT_BLOCK, LARGE_GRADIENT, LARGE_INPUT, SDPA_IMPLEMENTATIONS
 from kernels.study.backward_cost import kept_bytes
 from kernels.study.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases
