@@ -691,7 +691,7 @@ def run_ncu_target(args: argparse.Namespace) -> int:
 
     select_mode("cuda")
     from kernels.impl.inputs import make_qkv
-    from kernels.measure.run import call_of
+    from kernels.measure.forward_run import call_of
 
     point = point_from(args)
     q, k, v = make_qkv(

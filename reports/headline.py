@@ -32,7 +32,7 @@ def profile_file(results: str | Path, impl: str) -> Path:
 
 def _launch_text(row) -> str:
     """How the fused kernel's time was chosen: the fastest median of its launch candidates
-    (kernels.measure.run.fastest_launch), or its one median at the default launch."""
+    (kernels.measure.forward_run.fastest_launch), or its one median at the default launch."""
     import pandas as pd
 
     candidates = row.get("launch_candidates")

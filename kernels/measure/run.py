@@ -8,95 +8,30 @@ counted traffic and its error but no time; the torch paths on a CPU are timed as
 a GPU every path is timed with do_bench and, when ``ncu`` exists, profiled for DRAM bytes.
 Derived figures (TFLOP/s, GB/s, speed-ups) are not a record's: kernels.io.derived computes
 them once for the whole table.
+
+This is the harness: it gates, builds the inputs and the record, and hands the point to its
+pass (kernels.measure.forward_run or kernels.measure.backward_run), which know nothing of
+each other.
 """
 
 from __future__ import annotations
 
 import datetime
-import math
 import time
 from contextlib import nullcontext
 
 import torch
 
-from kernels import catalog
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
-from kernels.measure.chain_times import timed_chain
+from kernels.measure.backward_run import run_backward
+from kernels.measure.forward_run import call_of, run_forward
 from kernels.measure.gates import skip_reason
-from kernels.measure.memory import peak_allocated
 from kernels.measure.provenance import device_name, measured_by, versions
-from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT, REFERENCE_CHUNK_BYTES
+from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT
 from kernels.study import cost
 from kernels.study.launch import launch_candidates
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_names
-
-
-def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
-    """One call of the point; ``launch``: the fused kernel's (num_warps, num_stages)."""
-    from kernels.impl.registry import attention
-
-    options = {}
-    if point.triton:
-        options = {"block_m": point.block_m, "block_n": point.block_n}
-    if launch:
-        options |= {"num_warps": launch[0], "num_stages": launch[1]}
-    if point.sp_dtype:  # a point has one only where its implementation takes the option
-        options["sp_dtype"] = point.sp_dtype
-    return lambda: attention(q, k, v, impl=point.impl, causal=point.causal, **options)
-
-
-def _chunk_rows(q) -> int:
-    return max(1, REFERENCE_CHUNK_BYTES // (8 * q.shape[0] * q.shape[1] * q.shape[2]))
-
-
-def check_output(point: Point, q, k, v, out: torch.Tensor) -> dict:
-    """Error against the float64 definition and the count of non-finite outputs. Where the
-    output is not finite but the definition is, the point failed: the reason says whether the
-    largest score exceeds what its S dtype holds."""
-    from kernels.impl.reference import largest_product, reference_float64
-
-    ref = reference_float64(q, k, v, point.causal, chunk_rows=_chunk_rows(q))
-    bad = int((~torch.isfinite(out)).sum().item())
-    found = {"nonfinite_outputs": bad, "max_abs_error": None}
-    if not bad:
-        return found | {"max_abs_error": (out.double() - ref).abs().max().item()}
-    if not torch.isfinite(ref).all():
-        return found | {"check_reason": "the float64 definition itself is not finite"}
-    product = largest_product(q, k, _chunk_rows(q))
-    return found | {"overflow": overflow_reason(point, bad, out.numel(), product)}
-
-
-def overflow_reason(point: Point, bad: int, total: int, product: float) -> str:
-    text = f"{bad:,} of {total:,} outputs are not finite where the float64 definition is"
-    sp = catalog.stored_dtype(point.impl, point.dtype, point.sp_dtype) if point.stores != "none" else None
-    if sp is None:
-        return text
-    largest = torch.finfo(DTYPES[sp]).max
-    scaled = product / math.sqrt(point.head_dim)
-    if max(product, scaled) <= largest:
-        return text
-    return (
-        f"{text}: the largest |q·k| is {product:.3g} ({scaled:.3g} after the 1/√d scale), beyond "
-        f"{sp}'s largest finite value {largest:,.0f}, so S stored in {sp} overflows"
-    )
-
-
-def fastest_launch(point: Point, q, k, v, candidates: list[tuple[int, int]]) -> dict:
-    """Time the point with each launch candidate (after its own warm-up, which compiles it)
-    and keep the fastest, as Triton's autotuner would, but with every time recorded."""
-    from kernels.measure.timing import time_cuda
-
-    timed = []
-    for launch in candidates:
-        call = call_of(point, q, k, v, launch)
-        call()
-        timed.append({"num_warps": launch[0], "num_stages": launch[1], **time_cuda(call)})
-    best = min(timed, key=lambda t: t["time_ms"])
-    return best | {
-        "launch_candidates": [{k: t[k] for k in ("num_warps", "num_stages", "time_ms")} for t in timed]
-    }
 
 
 def _run(
@@ -110,7 +45,6 @@ def _run(
 ) -> dict:
     from kernels.impl.inputs import make_qkv
     from kernels.measure.contention import watched
-    from kernels.measure.timing import time_cpu, time_cuda
 
     q, k, v = make_qkv(
         point.batch,
@@ -122,65 +56,13 @@ def _run(
         seed,
         inputs=point.inputs,
     )
-    if point.backward:
-        from kernels.measure.backward_run import run_backward
-
-        forward_of = lambda *inputs: call_of(point, *inputs)  # noqa: E731
-        interpreted = point.triton and mode.interpret()
-        with nullcontext() if interpreted else watched(threads) as contention:
-            found = run_backward(point, q, k, v, device, seed, threads, forward_of)
-        return found | ({"contention": contention} if contention is not None else {})
-    call = call_of(point, q, k, v)
-    out_bytes = q.numel() * q.element_size()
-    found: dict = {}
+    if not point.backward:
+        return run_forward(point, q, k, v, device, threads, use_ncu, ncu_args, candidates)
+    forward_of = lambda *inputs: call_of(point, *inputs)  # noqa: E731
     interpreted = point.triton and mode.interpret()
-    # the machine's load while the point is timed, its call and its stages (never interpreted)
     with nullcontext() if interpreted else watched(threads) as contention:
-        if interpreted:
-            from kernels.measure.traffic import count_traffic
-
-            with count_traffic() as counter:
-                peak, out = peak_allocated(device, call)
-            found["counted"] = counter.by_stage()
-            found["time_reason"] = "not timed: Triton interpreter (correctness and counting only)"
-        elif device == "cuda" and candidates:
-            found |= fastest_launch(point, q, k, v, candidates)
-            chosen = (found["num_warps"], found["num_stages"])
-            peak, out = peak_allocated(device, call_of(point, q, k, v, chosen))
-        else:
-            if device == "cuda":
-                call()  # compile and warm up before anything is measured
-            peak, out = peak_allocated(device, call)
-            found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
-        found["peak_alloc_bytes"] = max(0, peak - out_bytes)
-        found |= check_output(point, q, k, v, out)
-        if stage_names(point):
-            del out  # the stages allocate their own S and P
-            found |= timed_stages(point, q, k, v, device)
-    if contention is not None:
-        found["contention"] = contention
-    if device == "cuda" and use_ncu:
-        from kernels.measure import ncu
-
-        chosen = ["--launch", f"{found['num_warps']},{found['num_stages']}"] if "num_warps" in found else []
-        found |= ncu.profile(ncu_args + chosen)  # the launch that was timed
-    return found
-
-
-def stage_chain(point: Point, q, k, v) -> list:
-    """The point's stages as callables, in chain order (its registration's stage chain)."""
-    chain = catalog.get(point.impl).stage_chain()
-    blocks = (point.block_m, point.block_n) if point.triton else ()
-    options = {"sp_dtype": point.sp_dtype} if point.sp_dtype else {}
-    return chain(q, k, v, point.causal, *blocks, **options)[0]
-
-
-def timed_stages(point: Point, q, k, v, device: str) -> dict:
-    """Each stage's warm and cold times beside its bytes, FLOPs and exponentials; under the
-    interpreter only the reason they were not timed."""
-    if point.triton and mode.interpret():
-        return {"stage_time_reason": "not timed: Triton interpreter (correctness and counting only)"}
-    return timed_chain(point, stage_chain(point, q, k, v), device)
+        found = run_backward(point, q, k, v, device, seed, threads, forward_of)
+    return found | ({"contention": contention} if contention is not None else {})
 
 
 def _merged_stages(stages: list[dict], counted: dict[tuple[str, str, str], int]) -> list[dict]:
