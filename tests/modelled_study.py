@@ -27,7 +27,7 @@ from kernels.measure.run import base_record
 from kernels.spec import DEFAULT_INTERPRETER_LIMIT
 from kernels.study import backward_predictions, model_tables, prediction_tables, stage_predictions
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_costs
+from kernels.study.stages import stage_costs
 from kernels.study.sweep import points, resolved
 
 ROOT = Path(__file__).resolve().parents[1]

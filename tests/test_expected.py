@@ -14,7 +14,7 @@ from kernels.measure import gates, op_rates
 from kernels.study import expected, stage_predictions
 from kernels.study.hierarchy import from_ceilings
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_costs
+from kernels.study.stages import stage_costs
 from kernels.study.sweep import parse_product_shape, product_shapes
 
 MIB = 1 << 20

@@ -119,7 +119,7 @@ def test_the_materialized_stages_are_timed_warm_and_cold(impl, tmp_path):
     """Each stage in chain order with positive warm and cold medians (CUDA events, L2 zeroed
     before each cold one), summing to about the call's own time: a sanity check, not a speed
     claim."""
-    from kernels.study.stage_cost import stage_names
+    from kernels.study.stages import stage_names
 
     point = Point(impl, 1, 8, 4096, 128, "bfloat16", True, *((128, 64) if impl == "triton_naive" else ()))
     record = measured(tmp_path, point, "--no-ncu")

@@ -19,7 +19,8 @@ from kernels.measure.timing import Windows, windows
 from kernels.study import sweep
 from kernels.study.cost import flops, matrix_bytes
 from kernels.study.point import Point
-from kernels.study.stage_cost import TORCH_STAGES, stage_costs, stage_names
+from kernels.study.stage_cost import TORCH_STAGES
+from kernels.study.stages import stage_costs, stage_names
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

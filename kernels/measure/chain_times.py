@@ -9,7 +9,7 @@ import torch
 from kernels.measure import stages
 from kernels.measure.caches import last_level_bytes
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_costs
+from kernels.study.stages import stage_costs
 
 
 def timed_chain(point: Point, chain: list, device: str) -> dict:

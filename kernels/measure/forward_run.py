@@ -18,7 +18,7 @@ from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import peak_allocated
 from kernels.spec import REFERENCE_CHUNK_BYTES
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_names
+from kernels.study.stage_cost import forward_stage_names
 
 
 def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
@@ -128,7 +128,7 @@ def run_forward(
             found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
         found["peak_alloc_bytes"] = max(0, peak - out_bytes)
         found |= check_output(point, q, k, v, out)
-        if stage_names(point):
+        if forward_stage_names(point):
             del out  # the stages allocate their own S and P
             found |= timed_stages(point, q, k, v, device)
     if contention is not None:

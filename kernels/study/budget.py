@@ -52,7 +52,7 @@ from kernels.spec import (
 from kernels.study import cost, expected, predict
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_names
+from kernels.study.stages import stage_names
 
 # Interpreter cost of one program instance and of one loop iteration inside it, per kernel, in
 # milliseconds on the development machine (least squares over 180 launches: every kernel at

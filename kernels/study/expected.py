@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from kernels.study import cost
 from kernels.study.point import Point
 from kernels.study.predict import RESIDENT_SHARE
-from kernels.study.stage_cost import StageCost, stage_names
+from kernels.study.stage_type import StageCost
+from kernels.study.stages import stage_names
 
 KIND = {
     "scores": "product",

@@ -26,7 +26,7 @@ from kernels.study import expected
 from kernels.study.gpus import Gpu
 from kernels.study.point import Point
 from kernels.study.predict import product_flops_per_s, served
-from kernels.study.stage_cost import StageCost
+from kernels.study.stage_type import StageCost
 
 DRAM = "DRAM"
 PRODUCTS = "products"

@@ -22,7 +22,6 @@ skip the tiles wholly in the future (the convention of kernels.study.cost.flops)
 from __future__ import annotations
 
 from kernels import catalog
-from kernels.study.backward_stage_cost import backward_stage_costs, backward_stage_names
 from kernels.study.cost import flops, transfers
 from kernels.study.point import Point
 from kernels.study.predict import PRODUCTS
@@ -49,12 +48,9 @@ FLOAT32_BYTES = 4
 MASK_BYTES = 1  # torch.bool
 
 
-def stage_names(point: Point) -> tuple[str, ...]:
-    """The stages of a point in the order they run; () for a path that is not staged (its
-    registration gives no stage chain). A backward point's are its backward's
-    (kernels.study.backward_stage_cost)."""
-    if point.backward:
-        return backward_stage_names(point)
+def forward_stage_names(point: Point) -> tuple[str, ...]:
+    """The stages of a forward point in the order they run; () for a path that is not staged
+    (its registration gives no stage chain)."""
     if catalog.get(point.impl).stages is None:
         return ()
     if point.impl == "torch_naive":
@@ -81,7 +77,8 @@ def _torch_stages(point: Point) -> list[StageCost]:
         "pv": (matrix, 2 * qkvo, matrix, product, 0),
     }
     return [
-        StageCost(s, DOES[("torch_naive", s)], *found[s], in_place=s in IN_PLACE) for s in stage_names(point)
+        StageCost(s, DOES[("torch_naive", s)], *found[s], in_place=s in IN_PLACE)
+        for s in forward_stage_names(point)
     ]
 
 
@@ -91,7 +88,7 @@ def _kernel_stages(point: Point) -> list[StageCost]:
     products as kernels.study.predict assigns them, and an exponential for every element of
     S it loads (S is loaded only to turn scores into probabilities)."""
     moves = transfers(point)
-    stages = stage_names(point)
+    stages = forward_stage_names(point)
     per_product = flops(point) // 2
     unnamed = [s for s in stages if s not in PRODUCTS]
     matrix = point.groups * point.tokens**2 * point.e_sp
@@ -116,11 +113,10 @@ def _kernel_stages(point: Point) -> list[StageCost]:
     return found
 
 
-def stage_costs(point: Point) -> list[StageCost]:
-    """Each stage of the point in the order it runs (empty for a path that is not staged)."""
-    if point.backward:
-        return backward_stage_costs(point)
-    if not stage_names(point):
+def forward_stage_costs(point: Point) -> list[StageCost]:
+    """Each stage of a forward point in the order it runs (empty for a path that is not
+    staged)."""
+    if not forward_stage_names(point):
         return []
     if point.impl == "torch_naive":
         return _torch_stages(point)

@@ -21,7 +21,7 @@ from kernels.study import expected, hierarchy, predict
 from kernels.study.gpus import GPUS
 from kernels.study.hierarchy import Machine
 from kernels.study.point import Point
-from kernels.study.stage_cost import stage_costs, stage_names
+from kernels.study.stages import stage_costs, stage_names
 from kernels.study.sweep import points as sweep_points
 
 KEY = ("impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n")
