@@ -12,7 +12,7 @@ decorator registers it::
     def my_flash(q, k, v, *, causal, block_m, block_n):
         ...
 
-Ours are the modules of ``kernels.builtin``. Others come from the modules named by the
+Ours are the modules of ``kernels.paths``. Others come from the modules named by the
 configuration's ``plugins`` (or ``ATTNIO_PLUGINS``, comma-separated: what the workflow's jobs
 inherit) and from the Python entry-point group ``attnio.implementations``. A plugin that fails
 to import, registers a name already taken, gives a bad fact or a callable of the wrong
@@ -45,7 +45,7 @@ PLUGIN_HINT = (
     f"plugins name its module, or once it is installed with an {ENTRY_POINT_GROUP} entry point"
 )
 MODE_VARIABLES = ("ATTNIO_INTERPRET", "TRITON_INTERPRET")  # kernels.impl.mode's switches
-BUILTIN_PACKAGE = "kernels.builtin"
+BUILTIN_PACKAGE = "kernels.paths"
 # What an implementation keeps in memory between its steps: S and P (materialized), S only
 # (softmax statistics from S, then S streamed into P·V) or neither (fused).
 STORES: tuple[str, ...] = ("SP", "S", "none")
@@ -58,6 +58,25 @@ MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # A traffic model: the point → bytes by (kernel, tensor, op), as the interpreter counts them
 # (kernel: the @triton.jit function's name without "_kernel"; tensor: its argument's name).
 TrafficModel = Callable[[Any], Mapping[tuple[str, str, str], int]]
+# The registration's hooks given as a callable or "module:function"
+HOOKS = (
+    "traffic_model",
+    "launches",
+    "stages",
+    "backward_traffic_model",
+    "stage_model",
+    "kept_model",
+    "backward_flops_model",
+    "backward_stage_model",
+    "backward_stages",
+)
+BACKWARD_HOOKS = (
+    "backward_traffic_model",
+    "kept_model",
+    "backward_flops_model",
+    "backward_stage_model",
+    "backward_stages",
+)
 
 
 class PluginError(ValueError):
@@ -100,6 +119,16 @@ class Implementation:
     backward: str | None = None
     no_backward: str | None = None  # why it has none, said where a gradient is asked of it
     backward_traffic_model: TrafficModel | str | None = None  # the backward's kernels, as issued
+    # The models beyond traffic, each a callable of the point or "module:function" (pure
+    # Python: planning imports no torch). None: not modelled, said so where it is asked for.
+    stage_model: Callable[..., list] | str | None = None  # forward stages → [StageCost]; None:
+    # one stage per kernel of the traffic model
+    kept_model: Callable[..., Mapping[str, int]] | str | None = None  # bytes kept, by tensor
+    backward_flops_model: Callable[..., int] | str | None = None  # the backward's FLOPs as executed
+    backward_stage_model: Callable[..., list] | str | None = None  # backward kernels → [StageCost]
+    # Its backward's steps one by one, for the stage timing: (q, k, v, do, causal[, block_m,
+    # block_n], **options) → ([(stage, run)], (dQ, dK, dV)), named as backward_stage_model's
+    backward_stages: Callable[..., tuple] | str | None = None
 
     def backward_reason(self) -> str | None:
         """Why a gradient cannot be taken through it, or None where it can."""
@@ -140,6 +169,10 @@ class Implementation:
         """The stage-by-stage form, imported on first use when named by a string."""
         return _resolved(self.stages)
 
+    def hook(self, field: str) -> Callable | None:
+        """One of MODEL_FIELDS or BACKWARD_STAGES' callable, imported on first use."""
+        return _resolved(getattr(self, field))
+
 
 def _resolved(ref):
     """A callable given as itself or as "module:function"."""
@@ -172,6 +205,11 @@ def implementation(
     backward: str | None = None,
     no_backward: str | None = None,
     backward_traffic_model: TrafficModel | str | None = None,
+    stage_model: Callable[..., list] | str | None = None,
+    kept_model: Callable[..., Mapping[str, int]] | str | None = None,
+    backward_flops_model: Callable[..., int] | str | None = None,
+    backward_stage_model: Callable[..., list] | str | None = None,
+    backward_stages: Callable[..., tuple] | str | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register the decorated callable as implementation ``name`` (see the module's doc).
     ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive.
@@ -198,6 +236,11 @@ def implementation(
             backward=backward if backward is not None or triton or no_backward else AUTOGRAD,
             no_backward=no_backward,
             backward_traffic_model=backward_traffic_model,
+            stage_model=stage_model,
+            kept_model=kept_model,
+            backward_flops_model=backward_flops_model,
+            backward_stage_model=backward_stage_model,
+            backward_stages=backward_stages,
         )
         _check(entry)
         _registered[name] = entry
@@ -245,7 +288,7 @@ def _check(entry: Implementation) -> None:
     if not callable(entry.run):
         raise PluginError(f"{where}: {entry.run!r} is not callable")
     _check_backward(where, entry)
-    for name in ("traffic_model", "launches", "stages", "backward_traffic_model"):
+    for name in HOOKS:
         ref = getattr(entry, name)
         if ref is not None and not callable(ref) and not (isinstance(ref, str) and ":" in ref):
             raise PluginError(f"{where}: {name} must be a callable or 'module:function'")
@@ -265,6 +308,11 @@ def _check_backward(where: str, entry: Implementation) -> None:
         )
     if entry.no_backward is not None and (not isinstance(entry.no_backward, str) or entry.backward):
         raise PluginError(f"{where}: no_backward is a reason (text), given only with no backward")
+    given = [field for field in BACKWARD_HOOKS if getattr(entry, field) is not None]
+    if entry.backward is None and given:
+        raise PluginError(
+            f"{where}: {given[0]} models a backward, but the registration gives none (backward=)"
+        )
 
 
 def _module_exists(module: str) -> bool:
@@ -382,8 +430,13 @@ def load() -> None:
 
 
 def registered() -> dict[str, Implementation]:
+    """Every implementation: ours in their modules' order (whichever of our modules was
+    imported first), then plugins' in the order they registered."""
     load()
-    return dict(_registered)
+    modules = sorted(m for m in _loaded if m.startswith(BUILTIN_PACKAGE + "."))
+    rank = {module: i for i, module in enumerate(modules)}
+    order = sorted(_registered.values(), key=lambda e: rank.get(e.origin, len(rank)))
+    return {entry.name: entry for entry in order}
 
 
 def names() -> tuple[str, ...]:

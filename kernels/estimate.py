@@ -84,7 +84,8 @@ PROBE = """import json, os, sys, time
 os.environ["ATTNIO_INTERPRET"] = "1"
 import torch
 from kernels.impl.inputs import make_qkv
-from kernels.impl.triton import flash, naive
+from kernels.paths.triton_flash import forward as flash
+from kernels.paths.triton_naive import forward as naive
 from kernels.measure.traffic import count_traffic
 torch.set_num_threads(1)
 B, H, T, d, bm, bn = 1, 1, 100, 32, 16, 32

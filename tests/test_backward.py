@@ -17,9 +17,9 @@ import kernels
 from kernels import catalog
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.traffic import count_traffic
+from kernels.paths.triton_flash.backward_model import flops_flash_backward
+from kernels.paths.triton_naive.backward_model import flops_naive_backward
 from kernels.study.backward_cost import by_tensor, compulsory_backward, convention_flops_backward, kept_bytes
-from kernels.study.flash_backward_cost import flops_flash_backward
-from kernels.study.naive_backward_cost import flops_naive_backward
 from kernels.study.point import Point
 
 TRITON_PATHS = ("triton_naive", "triton_s_only", "triton_flash")

@@ -1,4 +1,4 @@
-"""triton_flash's fused backward (kernels.impl.triton.flash_backward): gradients within the
+"""triton_flash's fused backward (kernels.paths.triton_flash.backward): gradients within the
 rule, the forward's log-sum-exp, and the traffic and FLOPs models (kernels.study)."""
 
 import inspect
@@ -8,11 +8,11 @@ import pytest
 import torch
 from backward_helpers import case, check_gradients
 
-from kernels.impl.triton import flash_backward
-from kernels.impl.triton.flash import triton_flash
 from kernels.measure.traffic import count_traffic
+from kernels.paths.triton_flash import backward as flash_backward
+from kernels.paths.triton_flash.backward_model import as_issued_flash_backward, flops_flash_backward
+from kernels.paths.triton_flash.forward import triton_flash
 from kernels.study.cost import cdiv
-from kernels.study.flash_backward_cost import as_issued_flash_backward, flops_flash_backward
 from kernels.study.point import Point
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16

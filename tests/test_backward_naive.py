@@ -1,4 +1,4 @@
-"""triton_naive's materialized backward (kernels.impl.triton.naive_backward): gradients
+"""triton_naive's materialized backward (kernels.paths.triton_naive.backward): gradients
 within the rule, dP and dS as the float64 formulas give them, the float16 dP overflow, and
 counted traffic and executed FLOPs equal to the study layer's model."""
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from backward_helpers import case, check_gradients
 
-from kernels.impl.triton import naive_backward
 from kernels.measure.traffic import count_traffic
-from kernels.study.naive_backward_cost import KERNELS, as_issued_naive_backward, flops_naive_backward
+from kernels.paths.triton_naive import backward as naive_backward
+from kernels.paths.triton_naive.backward_model import KERNELS, as_issued_naive_backward, flops_naive_backward
 from kernels.study.point import Point
 
 F16_HALF_ULP = 2.0**-11  # float16's relative rounding error (round to nearest)

@@ -9,8 +9,8 @@ import pytest
 import torch
 from backward_helpers import case, check_gradients
 
-from kernels.impl.triton.s_only import triton_s_only
-from kernels.impl.triton.s_only_backward import (
+from kernels.measure.traffic import count_traffic
+from kernels.paths.triton_s_only.backward import (
     SAVED,
     backward,
     dkdv_kernel,
@@ -18,9 +18,9 @@ from kernels.impl.triton.s_only_backward import (
     forward_saving,
     planned_backward_launches,
 )
-from kernels.measure.traffic import count_traffic
+from kernels.paths.triton_s_only.backward_model import as_issued_s_only_backward, flops_s_only_backward
+from kernels.paths.triton_s_only.forward import triton_s_only
 from kernels.study.point import Point
-from kernels.study.s_only_backward_cost import as_issued_s_only_backward, flops_s_only_backward
 
 LAUNCHES = ["delta", "dkdv", "dq"]
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16

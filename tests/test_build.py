@@ -270,7 +270,7 @@ def test_build_refuses_bad_targets_and_points(tmp_path):
 def test_planned_launches_are_the_ones_the_implementation_makes():
     """Meta tensors plan the same launches (kernels, grids, scalars, options) as real ones."""
     from kernels.build.variants import point_launches
-    from kernels.impl.triton import naive as triton_naive
+    from kernels.paths.triton_naive import forward as triton_naive
 
     point = Point.from_name(SMALL)
     planned = point_launches(point)

@@ -356,7 +356,7 @@ def test_refused_plugins_are_problems_and_the_rest_loads(bad):
     assert names[: len(ours())] == ours()  # every one of ours, first
     assert "catalog_good" in names and "catalog_survivor" in names  # before and after the failures
     assert bad["entries"]["catalog_survivor"]["origin"] == "catalog_survivor"
-    assert bad["entries"]["torch_naive"]["origin"] == "kernels.builtin.torch_naive"  # not the clash
+    assert bad["entries"]["torch_naive"]["origin"] == "kernels.paths.torch_naive"  # not the clash
     assert {p for p, _ in bad["problems"]} == {
         "catalog_broken_import",
         "catalog_clash_ours",
@@ -377,7 +377,7 @@ def test_refusal_reasons(bad):
 
     reason = problem(bad, "catalog_clash_ours")
     assert "'torch_naive'" in reason and "already registered" in reason
-    assert "kernels.builtin.torch_naive" in reason
+    assert "kernels.paths.torch_naive" in reason
 
     reason = problem(bad, "catalog_dup_second")
     assert "'catalog_dup'" in reason and "already registered by catalog_dup_first" in reason

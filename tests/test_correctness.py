@@ -9,8 +9,8 @@ from helpers import attention_float64, max_abs
 
 import kernels
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import torch_naive
-from kernels.impl.sdpa import unavailable
+from kernels.paths.sdpa.forward import unavailable
+from kernels.paths.torch_naive.forward import torch_naive
 from kernels.spec import HEAD_DIMS, SDPA_IMPLEMENTATIONS
 
 # sdpa_math and sdpa_flash: the forced SDPA backends every machine has (a CPU too)

@@ -57,8 +57,8 @@ def test_every_sdpa_backend_is_measured_or_skipped_naming_it():
     validation calls a missing backend unavailable, which is not a failed validation."""
     import torch
 
-    from kernels.impl.sdpa import BACKENDS, unavailable
     from kernels.measure.validate import validate
+    from kernels.paths.sdpa.forward import BACKENDS, unavailable
 
     point = dict(batch=1, heads=2, tokens=96, head_dim=32, dtype="float32", causal=True)
     for backend in BACKENDS:

@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import reference_float64, torch_naive
-from kernels.impl.triton.s_only import TRITON_S_ONLY_STAGES, triton_s_only, triton_s_only_stages
+from kernels.impl.reference import reference_float64
 from kernels.measure.traffic import count_traffic
+from kernels.paths.torch_naive.forward import torch_naive
+from kernels.paths.triton_s_only.forward import TRITON_S_ONLY_STAGES, triton_s_only, triton_s_only_stages
+from kernels.paths.triton_s_only.model import as_issued_s_only
 from kernels.study.point import Point
-from kernels.study.s_only_cost import as_issued_s_only
 
 LAUNCHES = ["scores", "stats", "pv"]
 
@@ -131,7 +132,7 @@ def test_stages_are_its_three_kernels(causal):
 
 def test_scores_entries_are_triton_naives():
     """Launch 1 is triton_naive's scores kernel: the same bytes, counted on triton_naive."""
-    from kernels.impl.triton.naive import triton_naive
+    from kernels.paths.triton_naive.forward import triton_naive
 
     q, k, v = make_qkv(1, 2, 45, 16, torch.float16, "cpu", 6)
     with count_traffic() as counter:

@@ -10,16 +10,17 @@ import math
 import pytest
 import torch
 
-from kernels.impl.reference import future_mask, torch_naive, torch_naive_stages
+from kernels.impl.reference import future_mask
 from kernels.io.records import validate_record
 from kernels.io.tables import REST, timed_stage_table
 from kernels.measure.run import measure
 from kernels.measure.stages import time_stages
 from kernels.measure.timing import Windows, windows
+from kernels.paths.torch_naive.forward import torch_naive, torch_naive_stages
+from kernels.paths.torch_naive.model import STAGES as TORCH_STAGES
 from kernels.study import sweep
 from kernels.study.cost import flops, matrix_bytes
 from kernels.study.point import Point
-from kernels.study.stage_cost import TORCH_STAGES
 from kernels.study.stages import stage_costs, stage_names
 
 
@@ -161,7 +162,7 @@ def test_the_mask_stage_masks_the_future():
 def test_triton_naive_stages_are_its_three_kernels(causal):
     """Under the interpreter (correctness only: never timed), the stages run in order give
     the implementation's output."""
-    from kernels.impl.triton.naive import TRITON_NAIVE_STAGES, triton_naive, triton_naive_stages
+    from kernels.paths.triton_naive.forward import TRITON_NAIVE_STAGES, triton_naive, triton_naive_stages
 
     torch.manual_seed(5)
     q, k, v = (torch.randn(1, 2, 45, 16).half() for _ in range(3))

@@ -9,7 +9,7 @@ from helpers import attention_float64, max_abs
 
 import kernels
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import torch_naive
+from kernels.paths.torch_naive.forward import torch_naive
 
 
 @pytest.mark.parametrize("causal", [False, True])

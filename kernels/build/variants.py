@@ -101,7 +101,7 @@ def candidate_launches(point: Point) -> list[Launch]:
     ([] for every other implementation)."""
     if point.impl != "triton_flash":
         return []
-    from kernels.impl.triton import flash
+    from kernels.paths.triton_flash import forward as flash
 
     q, k, v = meta_qkv(point)
     o = torch.empty_like(q)

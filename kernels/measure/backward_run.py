@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels import catalog
 from kernels.impl import mode
 from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import peak_allocated
@@ -59,9 +60,7 @@ def timed(point: Point, device: str, threads: int, forward, inputs, do) -> dict:
 
 def timed_backward_stages(point: Point, q, k, v, do, device: str) -> dict:
     """The materialized backward's stages warm and cold, beside their modelled cost."""
-    from kernels.impl.backward_stages import BACKWARD_STAGE_CHAINS
-
-    chain = BACKWARD_STAGE_CHAINS.get(point.impl)
+    chain = catalog.get(point.impl).hook("backward_stages")
     if chain is None:
         return {}
     if point.triton and mode.interpret():

@@ -62,7 +62,7 @@ def backend_unavailable(point: Point, device: str) -> str | None:
         return None
     import torch
 
-    from kernels.impl.sdpa import unavailable
+    from kernels.paths.sdpa.forward import unavailable
 
     why = unavailable(backend, getattr(torch, point.dtype), device, point.head_dim, point.causal)
     return f"unsupported on this device: {why}" if why else None

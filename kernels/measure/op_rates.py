@@ -31,9 +31,9 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.impl.reference import softmax_wide
 from kernels.measure.stages import empty_caches, flush_buffer, time_stages
 from kernels.measure.warm_rate import warm_times
+from kernels.paths.torch_naive.forward import softmax_wide
 from kernels.spec import RATE_SINGLE_CALLS
 
 KINDS = ("elementwise", "product", "softmax", "masked_fill")

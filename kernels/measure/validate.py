@@ -22,10 +22,11 @@ import torch
 from kernels import catalog
 from kernels.impl.checks import DTYPES
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import future_mask, largest_product, reference_float64, torch_naive
+from kernels.impl.reference import future_mask, largest_product, reference_float64
 from kernels.impl.registry import attention
-from kernels.impl.sdpa import BackendUnavailableError
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
+from kernels.paths.sdpa.forward import BackendUnavailableError
+from kernels.paths.torch_naive.forward import torch_naive
 from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here

@@ -30,11 +30,12 @@ import torch
 from kernels import catalog
 from kernels.impl.checks import DTYPES, NoBackwardError
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import largest_product, reference_float64, torch_naive, torch_naive_parts
+from kernels.impl.reference import largest_product, reference_float64
 from kernels.impl.registry import attention
-from kernels.impl.sdpa import BackendUnavailableError
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
+from kernels.paths.sdpa.forward import BackendUnavailableError
+from kernels.paths.torch_naive.forward import torch_naive, torch_naive_parts
 from kernels.spec import DEFAULT_BLOCK, LARGE_GRADIENT, LARGE_INPUT, SDPA_IMPLEMENTATIONS
 from kernels.study.backward_cost import kept_bytes
 from kernels.study.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases

@@ -1,20 +1,13 @@
-"""What each of our paths keeps from its forward for the backward (bytes, by tensor), what
-its backward must move at the least (compulsory, by tensor), and the FLOPs the field's
-convention gives a backward. Pure Python; the as-issued bytes and executed FLOPs of each
-backward's kernels are its own cost module's (kernels.study.*_backward_cost, registered as
-``backward_traffic_model``).
-
-What is kept, per path (measured by kernels.measure.saved, held against this in the tests):
-- torch_naive (PyTorch's autograd): q and v, a contiguous copy of Kᵀ (the first product
-  keeps its operand), P in the input dtype (for P·V), the softmax's float32 result (for a
-  2-byte dtype a second T×T tensor; for float32 it is P) and, causal, the boolean mask;
-- triton_naive: q, k, v and P (in its stored dtype) — FlashAttention's standard backward;
-- triton_s_only: q, k, v, S, the rows' maximum M and sum L (float32) and O;
-- triton_flash: q, k, v, O and each row's log-sum-exp (float32) — FlashAttention's.
+"""What a path keeps from its forward for the backward (bytes, by tensor), what its backward
+must move at the least (compulsory, by tensor), and the FLOPs the field's convention gives a
+backward. Pure Python. What each path keeps, the as-issued bytes and the executed FLOPs of its
+backward are its own models (kernels.paths.*, registered as ``kept_model``,
+``backward_traffic_model`` and ``backward_flops_model``); they are asked for here, by point.
 """
 
 from __future__ import annotations
 
+from kernels import catalog
 from kernels.spec import ELEMENT_BYTES
 from kernels.study.cost import flops, score_bytes
 from kernels.study.point import Point
@@ -22,26 +15,17 @@ from kernels.study.point import Point
 FLOAT32_BYTES = ELEMENT_BYTES["float32"]
 
 
+def kept_inputs(point: Point) -> dict[str, int]:
+    """Q, K and V, which every backward keeps."""
+    rows = point.groups * point.tokens * point.head_dim * point.e
+    return {"Q": rows, "K": rows, "V": rows}
+
+
 def kept_bytes(point: Point) -> dict[str, int] | None:
-    """Bytes each kept tensor holds, by name; None for a path we do not model."""
-    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    inputs = {"Q": G * T * d * e, "K": G * T * d * e, "V": G * T * d * e}
-    rows = G * T * FLOAT32_BYTES
-    matrix = G * T * T
-    if point.impl == "torch_naive":
-        kept = inputs | {"P": matrix * e}
-        if e != FLOAT32_BYTES:
-            kept["P float32"] = matrix * FLOAT32_BYTES
-        if point.causal:
-            kept["mask"] = T * T
-        return kept
-    if point.impl == "triton_naive":
-        return inputs | {"P": matrix * point.e_sp}
-    if point.impl == "triton_s_only":
-        return inputs | {"S": matrix * point.e_sp, "M": rows, "L": rows, "O": G * T * d * e}
-    if point.impl == "triton_flash":
-        return inputs | {"O": G * T * d * e, "LSE": rows}
-    return None
+    """Bytes each kept tensor holds, by name, from the path's registration (``kept_model``);
+    None for a path that gives none."""
+    model = catalog.get(point.impl).hook("kept_model")
+    return None if model is None else {name: int(n) for name, n in model(point).items()}
 
 
 def compulsory_backward(point: Point) -> dict[tuple[str, str], int]:
@@ -89,27 +73,14 @@ def convention_flops_backward(point: Point) -> int:
 
 
 def executed_flops_backward(point: Point) -> int | None:
-    """FLOPs of the backward as its kernels execute them: each Triton path's own count
-    (kernels.study.*_backward_cost), PyTorch's autograd of torch_naive four full T×T·d
-    products (it computes masked scores too); None for a path we do not model."""
-    from kernels.study.flash_backward_cost import flops_flash_backward
-    from kernels.study.naive_backward_cost import flops_naive_backward
-    from kernels.study.s_only_backward_cost import flops_s_only_backward
-
-    counted = {
-        "triton_naive": flops_naive_backward,
-        "triton_s_only": flops_s_only_backward,
-        "triton_flash": flops_flash_backward,
-    }
-    if point.impl == "torch_naive":
-        return 8 * point.groups * point.tokens**2 * point.head_dim
-    return counted[point.impl](point) if point.impl in counted else None
+    """FLOPs of the backward as its kernels execute them, from the path's registration
+    (``backward_flops_model``); None for a path that gives none."""
+    model = catalog.get(point.impl).hook("backward_flops_model")
+    return None if model is None else int(model(point))
 
 
 def as_issued_backward(point: Point) -> dict[tuple[str, str, str], int] | None:
     """The backward kernels' own model of what they move, or None where none is given."""
-    from kernels import catalog
-
     model = catalog.get(point.impl).backward_model()
     return None if model is None else {key: int(nbytes) for key, nbytes in model(point).items()}
 

@@ -114,34 +114,6 @@ def walk_of(point: Point) -> BlockWalk:
     return block_walk(point.tokens, point.block_m, point.block_n, point.causal)
 
 
-def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
-    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
-    walk = walk_of(point)
-    passes = 1 if min(next_power_of_2(T), point.max_row_block) >= T else 2
-    sp = T * T * e_sp
-    return {
-        ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
-        ("scores", "K", "load"): G * walk.keys_loaded * d * e,
-        ("scores", "S", "store"): G * sp,
-        ("softmax", "S", "load"): G * sp * passes,
-        ("softmax", "P", "store"): G * sp,
-        ("pv", "P", "load"): G * walk.rows_by_span * e_sp,
-        ("pv", "V", "load"): G * walk.span * d * e,
-        ("pv", "O", "store"): G * T * d * e,
-    }
-
-
-def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
-    T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
-    kv = G * walk_of(point).span * d * e
-    return {
-        ("attention_fwd", "Q", "load"): G * T * d * e,
-        ("attention_fwd", "K", "load"): kv,
-        ("attention_fwd", "V", "load"): kv,
-        ("attention_fwd", "O", "store"): G * T * d * e,
-    }
-
-
 def compulsory_transfers(point: Point) -> dict[tuple[str, str, str], int]:
     """Each tensor of the algorithm moved once per pass its stores require: S and P written
     and read once; S only written once and read twice (statistics, then P·V); neither."""

@@ -27,7 +27,7 @@ matrix product wrote the stage's input just before (scale after scores), at its 
 a product has just written (``handed``, slower than a tensor the pass keeps in cache itself
 on the machines we ran); cold (the caches emptied first), at its rate from DRAM into a cache
 with room (``flushed``). The stages and these rates run into tensors allocated once (the
-float16 softmax too: kernels.impl.reference.softmax_wide), so no rate holds page faults.
+float16 softmax too: kernels.paths.torch_naive.forward.softmax_wide), so no rate holds page faults.
 The cast into P follows the softmax whose output it reads, so it runs from the cache either
 way.
 """

@@ -17,7 +17,8 @@ import torch
 from attnio_chunked import chunked_attention
 
 import kernels.catalog as catalog
-from kernels.impl.reference import reference_float64, torch_naive
+from kernels.impl.reference import reference_float64
+from kernels.paths.torch_naive.forward import torch_naive
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = {"torch_chunked_128": 128, "torch_chunked_1024": 1024}

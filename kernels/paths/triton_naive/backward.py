@@ -34,7 +34,7 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.impl.triton.naive import (
+from kernels.paths.triton_naive.forward import (
     naive_launches,
     softmax_row_block,
     softmax_rows_per_program,
@@ -497,3 +497,15 @@ def planned_backward_launches(
     return backward_launches(
         do, q, k, v, (p,), grads, causal, block_m, block_n, sp_dtype=sp_dtype, max_row_block=max_row_block
     )
+
+
+KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order, the standard backward's five steps
+
+
+def backward_stages(q, k, v, do, causal: bool, block_m: int, block_n: int, **options):
+    """Its backward's kernels as stages on the P its forward saved, in launch order; returns
+    them and (dQ, dK, dV), for the stage timing (kernels.measure.backward_run)."""
+    _, saved = forward_saving(q, k, v, causal, block_m, block_n, **options)
+    grads = empty_gradients(q, k, v)
+    launches = backward_launches(do, q, k, v, saved, grads, causal, block_m, block_n, **options)
+    return [(name, launch.run) for name, launch in zip(KERNELS, launches, strict=True)], grads

@@ -1,5 +1,6 @@
-"""The as-issued traffic of triton_s_only (kernels.impl.triton.s_only): S stored, P never.
-Pure Python: no torch, no triton.
+"""triton_s_only's forward as a model (kernels.paths.triton_s_only.forward: S stored, P never):
+the bytes its kernels move as written, each kernel as a stage in words, and what it keeps for
+the backward (q, k, v, S, the rows' M and L, and O). Pure Python: no torch, no triton.
 
 Three kernels, keyed as the interpreter's counter keys them (the @triton.jit function's name
 without "_kernel", the tensor argument's name, load or store):
@@ -17,9 +18,18 @@ Non-causal, S moves 3·B·H·T²·e_sp bytes (one store, two full loads) against
 
 from __future__ import annotations
 
+from kernels.study.backward_cost import kept_inputs
 from kernels.study.cost import walk_of
+from kernels.study.point import Point
+from kernels.study.stage_cost import kernel_stages
+from kernels.study.stage_type import StageCost
 
 STAT_BYTES = 4  # M and L are float32
+DOES = {
+    "scores": "S = Q·Kᵀ/√d, future tiles −∞ (one kernel)",
+    "stats": "each row's max and sum of exp, from S (one kernel)",
+    "pv": "O = softmax(S)·V, S read again, P in registers (one kernel)",
+}
 
 
 def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
@@ -41,4 +51,19 @@ def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
         ("pv", "L", "load"): G * stats,
         ("pv", "V", "load"): G * walk.span * d * e,
         ("pv", "O", "store"): G * T * d * e,
+    }
+
+
+def stage_costs(point: Point) -> list[StageCost]:
+    return kernel_stages(point, DOES)
+
+
+def kept(point: Point) -> dict[str, int]:
+    G, T = point.groups, point.tokens
+    rows = G * T * STAT_BYTES
+    return kept_inputs(point) | {
+        "S": G * T * T * point.e_sp,
+        "M": rows,
+        "L": rows,
+        "O": G * T * point.head_dim * point.e,
     }

@@ -1,5 +1,5 @@
 """The as-issued traffic and executed FLOPs of triton_flash's fused backward
-(kernels.impl.triton.flash_backward). Pure Python: no torch, no triton.
+(kernels.paths.triton_flash.backward). Pure Python: no torch, no triton.
 
 Keys as the interpreter's counter makes them (kernel without "_kernel", tensor argument,
 load or store). LSE and Delta are float32 (4 bytes a row); everything else is in the
@@ -16,7 +16,9 @@ same pairs, from the two sides:
 
 from __future__ import annotations
 
+from kernels.study.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
 from kernels.study.cost import cdiv
+from kernels.study.stage_type import StageCost
 
 ROW_BYTES = 4  # LSE and Delta: float32
 DKDV_PRODUCTS = 4  # S, dV, dP, dK
@@ -87,3 +89,11 @@ def flops_flash_backward(point) -> int:
     pairs = _pair_counts(point)[0]
     per_product = 2 * point.block_m * point.block_n * point.head_dim
     return point.groups * pairs * (DKDV_PRODUCTS + DQ_PRODUCTS) * per_product
+
+
+# each kernel's T×T·d products per visited tile and exponentials per tile element
+PRODUCTS = {"delta": (0, 0), "dkdv": (4, 1), "dq": (3, 1)}  # S recomputed too
+
+
+def backward_stage_costs(point) -> list[StageCost]:
+    return issued_kernel_stages(point, shared_work(point, PRODUCTS), FUSED_DOES)

@@ -3,8 +3,8 @@ into tensors allocated once, so each can be timed warm and cold as the forward's
 (kernels.measure.stages).
 
 torch_naive's stages are PyTorch operations on its P (the input dtype); triton_naive's are its
-backward's five kernels on the P its forward saved. Run in order, each stage reads what the
-one before wrote; together they compute FlashAttention's standard backward:
+backward's five kernels (kernels.paths.triton_naive.backward). Run in order, each stage reads
+what the one before wrote; together they compute FlashAttention's standard backward:
 dP = dO·Vᵀ, dS = P∘(dP − rowsum(P∘dP))/√d, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q.
 """
 
@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.impl.reference import torch_naive_parts
+from kernels.paths.torch_naive.forward import torch_naive_parts
 
-BACKWARD_STAGES = ("dp", "ds", "dv", "dq", "dk")  # the order they run in, both paths
+BACKWARD_STAGES = ("dp", "ds", "dv", "dq", "dk")  # the order they run in
 Stages = list[tuple[str, Callable[[], object]]]
 Gradients = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
-def torch_naive_backward_stages(q, k, v, do, causal: bool) -> tuple[Stages, Gradients]:
+def torch_naive_backward_stages(q, k, v, do, causal: bool, *blocks, **options) -> tuple[Stages, Gradients]:
     """torch_naive's backward as five stages on its P; returns them and (dQ, dK, dV). dO is
     scaled by 1/√d once here (a T×d tensor), so that dP comes out scaled and dS needs no
     pass of its own for the scale."""
@@ -46,27 +46,3 @@ def torch_naive_backward_stages(q, k, v, do, causal: bool) -> tuple[Stages, Grad
         "dk": lambda: torch.matmul(ds_t, q, out=dk),
     }
     return [(name, stages[name]) for name in BACKWARD_STAGES], (dq, dk, dv)
-
-
-def triton_naive_backward_stages(
-    q, k, v, do, causal: bool, block_m: int, block_n: int, **options
-) -> tuple[Stages, Gradients]:
-    """triton_naive's backward kernels as stages on the P its forward saved, in launch order."""
-    from kernels.impl.triton import naive_backward
-    from kernels.impl.triton.backward_common import empty_gradients
-
-    _, saved = naive_backward.forward_saving(q, k, v, causal, block_m, block_n, **options)
-    grads = empty_gradients(q, k, v)
-    launches = naive_backward.backward_launches(
-        do, q, k, v, saved, grads, causal, block_m, block_n, **options
-    )
-    return [(name, launch.run) for name, launch in zip(BACKWARD_STAGES, launches, strict=True)], grads
-
-
-# the paths whose backward can be timed stage by stage
-BACKWARD_STAGE_CHAINS: dict[str, Callable[..., tuple[Stages, Gradients]]] = {
-    "torch_naive": lambda q, k, v, do, causal, *blocks, **options: torch_naive_backward_stages(
-        q, k, v, do, causal
-    ),
-    "triton_naive": triton_naive_backward_stages,
-}

@@ -18,7 +18,7 @@ Causal: tiles wholly in the future of their query block are never visited. Insid
 visited ones the −∞ that ``scores`` stored above the diagonal gives p = 0, hence ds = 0,
 so no causal comparison is made; masks guard only the T boundary. Each inner loop is one
 ``@triton.jit`` function called twice, first over the tiles that need no mask, then over
-the partial ones (as ``stats_tiles``/``pv_tiles`` in ``kernels.impl.triton.s_only``).
+the partial ones (as ``stats_tiles``/``pv_tiles`` in ``kernels.paths.triton_s_only.forward``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from kernels.impl.triton.backward_common import delta_launch, delta_tensor, empt
 from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, sm_scale, warps_for
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.impl.triton.s_only import s_only_launches, s_only_tensors, unmasked_end
+from kernels.paths.triton_s_only.forward import s_only_launches, s_only_tensors, unmasked_end
 
 SAVED = ("S", "M", "L", "O")
 BACKWARD_STAGES = ("delta", "dkdv", "dq")  # one kernel each, in launch order

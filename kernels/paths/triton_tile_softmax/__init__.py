@@ -8,8 +8,8 @@ from kernels.catalog import implementation
     stores="none",
     triton=True,
     twin="triton_naive",
-    traffic_model="kernels.study.cost:as_issued_fused",
-    launches="kernels.impl.triton.tile_softmax:planned_launches",
+    traffic_model="kernels.paths.triton_flash.model:as_issued_fused",  # the fused loop's traffic
+    launches="kernels.paths.triton_tile_softmax.forward:planned_launches",
     takes_out=True,
     default=True,
     no_backward=(
@@ -19,6 +19,6 @@ from kernels.catalog import implementation
 )
 def triton_tile_softmax(q, k, v, *, causal, block_m, block_n, out=None):
     """Each tile normalized by its own max and sum: no statistics carried across tiles."""
-    from kernels.impl.triton.tile_softmax import triton_tile_softmax as run
+    from kernels.paths.triton_tile_softmax.forward import triton_tile_softmax as run
 
     return run(q, k, v, causal, block_m, block_n, out=out)

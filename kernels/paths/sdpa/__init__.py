@@ -7,7 +7,7 @@ from kernels.spec import SDPA_IMPLEMENTATIONS
 
 def _chosen(q, k, v, *, causal, backend=None):
     """PyTorch's fused attention, the backend PyTorch's choice (or ``backend``)."""
-    from kernels.impl.sdpa import sdpa
+    from kernels.paths.sdpa.forward import sdpa
 
     return sdpa(q, k, v, causal, backend=backend)
 
@@ -15,7 +15,7 @@ def _chosen(q, k, v, *, causal, backend=None):
 def _forcing(backend: str):
     def forced(q, k, v, *, causal):
         """PyTorch's fused attention with one backend forced; none other stands in."""
-        from kernels.impl.sdpa import sdpa
+        from kernels.paths.sdpa.forward import sdpa
 
         return sdpa(q, k, v, causal, backend=backend)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from kernels.impl.triton.common import check_triton_device
-from kernels.impl.triton.flash import attention_fwd_launch
+from kernels.paths.triton_flash.forward import attention_fwd_launch
 
 
 def planned_launches(q, k, v, *, causal, block_m, block_n):

@@ -1,5 +1,5 @@
 """The as-issued traffic and executed FLOPs of triton_s_only's backward
-(kernels.impl.triton.s_only_backward). Pure Python: no torch, no triton.
+(kernels.paths.triton_s_only.backward). Pure Python: no torch, no triton.
 
 Three kernels, keyed as the interpreter's counter keys them:
 
@@ -15,7 +15,9 @@ i.e. iff n·BLOCK_N < (m + 1)·BLOCK_M. Non-causal, S moves 2·B·H·T²·e_sp (
 
 from __future__ import annotations
 
+from kernels.study.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
 from kernels.study.cost import cdiv
+from kernels.study.stage_type import StageCost
 
 STAT_BYTES = 4  # M, L and D are float32
 
@@ -76,3 +78,11 @@ def flops_s_only_backward(point) -> int:
     or 5·B·H·T·(T + max(BLOCK_M, BLOCK_N))·d when causal."""
     tiles = sum(1 for _ in _tiles(point))
     return point.groups * tiles * 5 * 2 * point.block_m * point.block_n * point.head_dim
+
+
+# each kernel's T×T·d products per visited tile and exponentials per tile element
+PRODUCTS = {"delta": (0, 0), "dkdv": (3, 1), "dq": (2, 1)}  # S kept: P from it
+
+
+def backward_stage_costs(point) -> list[StageCost]:
+    return issued_kernel_stages(point, shared_work(point, PRODUCTS), FUSED_DOES)

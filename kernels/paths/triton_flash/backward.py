@@ -51,9 +51,9 @@ from kernels.impl.triton.common import (
     sm_scale,
     warps_for,
 )
-from kernels.impl.triton.flash import attention_fwd_launch
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
+from kernels.paths.triton_flash.forward import attention_fwd_launch
 
 SAVED = ("O", "LSE")
 BACKWARD_STAGES = ("delta", "dkdv", "dq")  # one kernel each, in launch order

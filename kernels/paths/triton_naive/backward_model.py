@@ -1,5 +1,5 @@
 """The as-issued traffic and executed FLOPs of triton_naive's materialized backward
-(kernels.impl.triton.naive_backward). Pure Python: no torch, no triton.
+(kernels.paths.triton_naive.backward). Pure Python: no torch, no triton.
 
 Five kernels, keyed as the interpreter's counter keys them:
 
@@ -18,7 +18,9 @@ ds, P read by ds and dv, dS stored once and read by dq and dk; the forward's is 
 
 from __future__ import annotations
 
+from kernels.study.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS, issued_kernel_stages
 from kernels.study.cost import _key_span, _rows, _scores_tiles, cdiv, next_power_of_2
+from kernels.study.stage_type import StageCost
 
 KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order
 
@@ -83,3 +85,23 @@ def flops_naive_backward(point) -> int:
         tiles += cdiv(_key_span(point, m), bn)  # dq
         tiles += 2 * cdiv(T - _first_query(point, m), bn)  # dv and dk
     return point.groups * tiles * 2 * bm * bn * point.head_dim
+
+
+def _tile_products(point) -> dict[str, int]:
+    """Tile products each kernel runs (dp as the forward's scores, dq as its pv, dv and dk over
+    the query rows each key block streams)."""
+    T, bn = point.tokens, point.block_n
+    tiles = dict.fromkeys(MATERIALIZED_STEPS, 0)
+    for m in range(cdiv(T, point.block_m)):
+        tiles["dp"] += _scores_tiles(point, m)
+        tiles["dq"] += cdiv(_key_span(point, m), bn)
+        tiles["dv"] += cdiv(T - _first_query(point, m), bn)
+        tiles["dk"] += cdiv(T - _first_query(point, m), bn)
+    return tiles
+
+
+def backward_stage_costs(point) -> list[StageCost]:
+    """Its five kernels, the standard backward's steps, costed from their traffic and tiles."""
+    per_tile = 2 * point.block_m * point.block_n * point.head_dim * point.groups
+    work = {k: (per_tile * n, 0) for k, n in _tile_products(point).items()}
+    return issued_kernel_stages(point, work, MATERIALIZED_DOES)

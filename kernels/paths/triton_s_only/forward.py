@@ -18,7 +18,7 @@ to the query block's diagonal, like the fused kernel; the −∞ that scores sto
 diagonal inside those tiles makes the mask, so no causal comparison is needed here.
 
 The key tiles run in two passes of one inner loop, as in Triton's fused-attention tutorial
-(and ``kernels.impl.triton.flash``): first the tiles that need no mask at all, then the few
+(and ``kernels.paths.triton_flash.forward``): first the tiles that need no mask at all, then the few
 that do — the last, partial column tile of a T that is not a multiple of BLOCK_N, and every
 tile of the last, partial query block of a T that is not a multiple of BLOCK_M.
 """
@@ -30,7 +30,7 @@ import torch
 from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, warps_for
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.impl.triton.naive import scores_launch
+from kernels.paths.triton_naive.forward import scores_launch
 
 TRITON_S_ONLY_STAGES = ("scores", "stats", "pv")  # one kernel each, in launch order
 

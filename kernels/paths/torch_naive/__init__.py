@@ -1,0 +1,21 @@
+"""Standard attention in three PyTorch operations, S and P stored as whole T×T tensors."""
+
+from kernels.catalog import implementation
+
+
+@implementation(
+    "torch_naive",
+    stores="SP",
+    stages="kernels.paths.torch_naive.forward:torch_naive_stages",
+    stage_model="kernels.paths.torch_naive.model:stage_costs",
+    default=True,
+    kept_model="kernels.paths.torch_naive.model:kept",
+    backward_flops_model="kernels.paths.torch_naive.model:backward_flops",
+    backward_stage_model="kernels.paths.torch_naive.model:backward_stage_costs",
+    backward_stages="kernels.paths.torch_naive.backward_stages:torch_naive_backward_stages",
+)
+def torch_naive(q, k, v, *, causal):
+    """S = Q·Kᵀ/√d, P = softmax(S) (float32 inside), O = P·V; S and P in the input dtype."""
+    from kernels.paths.torch_naive.forward import torch_naive as run
+
+    return run(q, k, v, causal)

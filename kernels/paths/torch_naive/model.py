@@ -1,0 +1,86 @@
+"""torch_naive as a model: each of its operations as it runs in the chain (bytes, products,
+exponentials), what PyTorch's autograd keeps of it for the backward, and its backward's
+operations and FLOPs. Pure Python: no torch, no triton.
+
+The forward runs the seed's five stages as separate operations on whole T×T tensors: scores
+(Q·Kᵀ into S), scale (S *= 1/√d in place), mask (S's future entries set to −∞ in place, when
+causal), softmax (S into P, in float32; for a 2-byte dtype into a float32 matrix first, then
+cast into P) and pv (P·V into O). Torch multiplies every tile, causal or not.
+
+Autograd keeps q and v, a contiguous copy of Kᵀ (the first product keeps its operand), P in
+the input dtype (for P·V), the softmax's float32 result (for a 2-byte dtype a second T×T
+tensor; for float32 it is P) and, causal, the boolean mask (measured by
+kernels.measure.saved, held against this in the tests).
+
+The backward (kernels.paths.torch_naive.backward_stages): dp (dO·Vᵀ into dP), ds (P∘dP into
+dS, its row sums, then dS − P∘rowsum in place: seven T×T passes), dv (Pᵀ·dO), dq (dS·K), dk
+(dSᵀ·Q), every product over all T×T elements (masked scores too).
+"""
+
+from __future__ import annotations
+
+from kernels.study.backward_cost import FLOAT32_BYTES, kept_inputs
+from kernels.study.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS
+from kernels.study.point import Point
+from kernels.study.stage_type import StageCost
+
+STAGES = ("scores", "scale", "mask", "softmax", "pv")
+DOES = {
+    "scores": "S = Q·Kᵀ",
+    "scale": "S ×= 1/√d, in place",
+    "mask": "S[j > i] = −∞, in place",
+    "softmax": "P = softmax(S) by rows, in float32",
+    "pv": "O = P·V",
+}
+IN_PLACE = ("scale", "mask")  # the stages that update S where it lies
+MASK_BYTES = 1  # torch.bool
+DS_PASSES = 7  # mul (P, dP → dS: 3), row sums (dS: 1), addcmul (dS, P → dS: 3)
+
+
+def stage_names(point: Point) -> tuple[str, ...]:
+    return tuple(s for s in STAGES if s != "mask" or point.causal)
+
+
+def stage_costs(point: Point) -> list[StageCost]:
+    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
+    matrix, qkvo = G * T * T * e, G * T * d * e
+    product = 2 * G * T * T * d
+    wide = G * T * T * FLOAT32_BYTES if e != FLOAT32_BYTES else 0  # softmax's float32 result
+    # (handoff, other, footprint, flops, exps) per stage
+    found = {
+        "scores": (matrix, 2 * qkvo, matrix, product, 0),
+        "scale": (2 * matrix, 0, matrix, 0, 0),
+        "mask": (2 * matrix, G * T * T * MASK_BYTES, matrix, 0, 0),
+        "softmax": (2 * matrix + 2 * wide, 0, 2 * matrix + wide, 0, G * T * T),
+        "pv": (matrix, 2 * qkvo, matrix, product, 0),
+    }
+    return [StageCost(s, DOES[s], *found[s], in_place=s in IN_PLACE) for s in stage_names(point)]
+
+
+def kept(point: Point) -> dict[str, int]:
+    G, T, e = point.groups, point.tokens, point.e
+    found = kept_inputs(point) | {"P": G * T * T * e}
+    if e != FLOAT32_BYTES:
+        found["P float32"] = G * T * T * FLOAT32_BYTES
+    if point.causal:
+        found["mask"] = T * T
+    return found
+
+
+def backward_flops(point: Point) -> int:
+    """Four full T×T·d products: autograd computes the masked scores' gradients too."""
+    return 8 * point.groups * point.tokens**2 * point.head_dim
+
+
+def backward_stage_costs(point: Point) -> list[StageCost]:
+    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
+    matrix, rows, product = G * T * T * e, G * T * d * e, 2 * G * T * T * d
+    sums = 2 * G * T * e  # dS's row sums written, then read by addcmul
+    found = {
+        "dp": (matrix, 2 * rows, matrix, product),
+        "ds": (DS_PASSES * matrix, sums, 3 * matrix, 0),
+        "dv": (matrix, 2 * rows, matrix, product),
+        "dq": (matrix, 2 * rows, matrix, product),
+        "dk": (matrix, 2 * rows, matrix, product),
+    }
+    return [StageCost(s, MATERIALIZED_DOES[s], *found[s], exps=0) for s in MATERIALIZED_STEPS]

@@ -1,0 +1,26 @@
+"""Fused attention with the online softmax: no S or P in global memory."""
+
+from kernels.catalog import implementation
+
+
+@implementation(
+    "triton_flash",
+    stores="none",
+    triton=True,
+    twin="triton_naive",
+    options=("num_warps", "num_stages"),
+    traffic_model="kernels.paths.triton_flash.model:as_issued_fused",
+    launches="kernels.paths.triton_flash.forward:planned_launches",
+    takes_out=True,
+    default=True,
+    backward="kernels.paths.triton_flash.backward",
+    backward_traffic_model="kernels.paths.triton_flash.backward_model:as_issued_flash_backward",
+    kept_model="kernels.paths.triton_flash.model:kept",
+    backward_flops_model="kernels.paths.triton_flash.backward_model:flops_flash_backward",
+    backward_stage_model="kernels.paths.triton_flash.backward_model:backward_stage_costs",
+)
+def triton_flash(q, k, v, *, causal, block_m, block_n, out=None, **options):
+    """Row max and sum carried across key tiles; exact."""
+    from kernels.paths.triton_flash.forward import triton_flash as run
+
+    return run(q, k, v, causal, block_m, block_n, out=out, **options)

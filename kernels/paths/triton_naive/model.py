@@ -1,0 +1,44 @@
+"""triton_naive's forward as a model: the bytes its three kernels move as written (scores,
+softmax, pv: S and P through global memory), each kernel as a stage in words, and what the
+forward keeps for the backward (q, k, v and P in its stored dtype: FlashAttention's standard
+backward). Pure Python: no torch, no triton.
+"""
+
+from __future__ import annotations
+
+from kernels.study.backward_cost import kept_inputs
+from kernels.study.cost import next_power_of_2, walk_of
+from kernels.study.point import Point
+from kernels.study.stage_cost import kernel_stages
+from kernels.study.stage_type import StageCost
+
+DOES = {
+    "scores": "S = Q·Kᵀ/√d, future tiles −∞ (one kernel)",
+    "softmax": "P = softmax(S) by rows (one kernel)",
+    "pv": "O = P·V (one kernel)",
+}
+
+
+def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
+    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    walk = walk_of(point)
+    passes = 1 if min(next_power_of_2(T), point.max_row_block) >= T else 2
+    sp = T * T * e_sp
+    return {
+        ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
+        ("scores", "K", "load"): G * walk.keys_loaded * d * e,
+        ("scores", "S", "store"): G * sp,
+        ("softmax", "S", "load"): G * sp * passes,
+        ("softmax", "P", "store"): G * sp,
+        ("pv", "P", "load"): G * walk.rows_by_span * e_sp,
+        ("pv", "V", "load"): G * walk.span * d * e,
+        ("pv", "O", "store"): G * T * d * e,
+    }
+
+
+def stage_costs(point: Point) -> list[StageCost]:
+    return kernel_stages(point, DOES)
+
+
+def kept(point: Point) -> dict[str, int]:
+    return kept_inputs(point) | {"P": point.groups * point.tokens**2 * point.e_sp}
