@@ -30,6 +30,7 @@ import inspect
 import os
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -144,7 +145,7 @@ class Implementation:
         """The backward's module, imported on first use; None for AUTOGRAD or none."""
         if self.backward in (None, AUTOGRAD):
             return None
-        return importlib.import_module(self.backward)
+        return _imported(self.backward)
 
     def backward_model(self) -> TrafficModel | None:
         return _resolved(self.backward_traffic_model)
@@ -179,7 +180,16 @@ def _resolved(ref):
     if not isinstance(ref, str):
         return ref
     module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return getattr(_imported(module), attr)
+
+
+def _imported(module: str):
+    """A module a registration names, imported (again, where a warm worker set the process
+    back between jobs) only once Triton's mode is fixed: a plugin's kernels are decorated on
+    import, and one decorated outside the mode runs on no device."""
+    if module not in sys.modules and not module.startswith(BUILTIN_PACKAGE + "."):
+        importlib.import_module("kernels.impl.mode").for_decoration()
+    return importlib.import_module(module)
 
 
 _registered: dict[str, Implementation] = {}
@@ -352,7 +362,7 @@ def _import(module: str, plugin: str) -> None:
     _loaded.add(module)
     if not module.startswith(BUILTIN_PACKAGE):
         # a plugin's Triton kernels are decorated on import: attnio's mode must be fixed first
-        importlib.import_module("kernels.impl.mode").interpret()
+        importlib.import_module("kernels.impl.mode").for_decoration()
     _loading.append(module)  # its registrations' origin; ``plugin`` names it in a problem
     before = set(_registered)
     try:

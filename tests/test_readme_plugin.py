@@ -7,7 +7,10 @@ import os
 import subprocess
 import sys
 
-from workflow_run import ROOT, env
+import pandas as pd
+import pytest
+import yaml
+from workflow_run import ROOT, checkout_copy, env, seed_ceilings, snakemake
 
 FENCE = "```python\n# mypkg/attention.py\n"
 
@@ -66,3 +69,52 @@ def test_the_readme_plugin_validates_and_counts_as_modelled(tmp_path):
     report = json.loads(counted.stdout.strip().splitlines()[-1])
     assert report["origin"] == "mypkg.attention"
     assert all(f["counted"] == f["model"] and f["counted"] > 0 for f in report["found"]), report
+
+
+@pytest.mark.integration
+def test_the_readme_plugin_runs_a_forward_and_backward_study_as_modelled(tmp_path):
+    """The page's module through the workflow with sweep.pass [forward, backward]: every
+    kernel of its forward and of its backward counted to the byte of the models it registers,
+    and what its forward keeps measured at its kept model. (Marked integration: a study of its
+    own, about 40 s of a worker beside the suite's budget.)"""
+    readme_plugin(tmp_path)
+    workdir = checkout_copy(tmp_path / "checkout")
+    seed_ceilings(workdir)
+    settings = {
+        "device": "cpu",
+        "plugins": ["mypkg.attention"],
+        "timing": {"cpu_seconds": 0.3, "stage_seconds": 0.1},
+        "sweep": {
+            "impls": ["my_flash"],
+            "tokens": [33],
+            "head_dim": [16],
+            "dtype": ["float16"],
+            "causal": [False, True],
+            "blocks": [[16, 32]],
+            "pass": ["forward", "backward"],
+        },
+    }
+    (workdir / "mine.yaml").write_text(yaml.safe_dump(settings))
+    environment = env() | {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(workdir)])}
+    targets = ["results/stages.csv", "results/backward_stages.csv", "results/backward.csv"]
+    done = snakemake(
+        workdir,
+        *targets,
+        "--cores",
+        "2",
+        "--configfile",
+        "config/config.yaml",
+        "mine.yaml",
+        environment=environment,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for table in ("stages.csv", "backward_stages.csv"):
+        rows = pd.read_csv(workdir / "results" / table)
+        mine = rows[rows["impl"] == "my_flash"]
+        assert (mine["counted_bytes"] == mine["model_bytes"]).all(), mine.to_string()
+        modelled = mine[mine["model_bytes"] > 0]
+        assert len(modelled) >= 8 and set(modelled["causal"]) == {False, True}, table
+    backward = pd.read_csv(workdir / "results" / "backward.csv")
+    assert len(backward) == 2 and (backward["status"] == "ok").all()
+    assert (backward["saved_bytes"] == backward["saved_model_bytes"]).all(), backward.to_string()

@@ -64,8 +64,8 @@ def impl_backward_launches(
     backward module plans them ([] for a path without a backward module)."""
     entry = catalog.get(impl)
     module = entry.backward_module() if entry.triton else None
-    if module is None:
-        return []
+    if module is None or not hasattr(module, "planned_backward_launches"):
+        return []  # none planned: its kernels compile on first call
     given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block}
     options = {name: value for name, value in given.items() if name in entry.options and value is not None}
     return module.planned_backward_launches(

@@ -69,6 +69,15 @@ def interpret() -> bool:
     return _fixed
 
 
+def for_decoration() -> bool:
+    """The mode, fixed, and mirrored into TRITON_INTERPRET again before a plugin's module is
+    imported (its kernels are decorated then, reading the variable): a warm worker hands each
+    job the job's own environment, which need not carry the mirror."""
+    decided = interpret()
+    _mirror(decided)
+    return decided
+
+
 def _mirror(interpret: bool) -> None:
     os.environ[TRITON_SWITCH] = "1" if interpret else "0"
 
