@@ -16,7 +16,7 @@ def call(q, k, v, impl="triton_flash", **kw):
 
 
 def test_names():
-    """Ours, each registered by its module in kernels/builtin, in the modules' order (a
+    """Ours, each registered by its folder in kernels/paths, in the folders' order (a
     plugin's, where one is loaded, follow)."""
     assert kernels.IMPLEMENTATIONS[:11] == (
         "reference",

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 # record fields that differ between two runs of one point by nature
 TIMINGS = ("time_ms", "time_p10_ms", "time_p90_ms", "repeats", "ncu_time_ms")
+# a backward point's forward-and-backward step, timed as its backward is
+STEP_TIMINGS = ("step_time_ms", "step_time_p10_ms", "step_time_p90_ms", "step_repeats")
 # what differs between two measurements of one point: the timings, the clocks, the process,
 # and the machine's load while it was timed (contention)
 VARYING = (
     *TIMINGS,
+    *STEP_TIMINGS,
     *("started_at", "finished_at", "wall_seconds", "process", "contention", "launch_candidates"),
 )
 STAGE_TIMINGS = (
