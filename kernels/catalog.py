@@ -321,7 +321,7 @@ def _check_backward(where: str, entry: Implementation) -> None:
     given = [field for field in BACKWARD_HOOKS if getattr(entry, field) is not None]
     if entry.backward is None and given:
         raise PluginError(
-            f"{where}: {given[0]} models a backward, but the registration gives none (backward=)"
+            f"{where}: {given[0]} describes a backward, but the registration gives none (backward=)"
         )
 
 

@@ -112,6 +112,12 @@ def f(q, k, v, *, causal):
 def f(q, k, v, *, causal):
     return softmax_attention(q, k, v, causal)
 """,
+    "catalog_orphan_model": """
+@implementation("catalog_orphan", stores="none", triton=True, twin="triton_naive",
+                kept_model="kernels.paths.triton_flash.model:kept")
+def f(q, k, v, *, causal, block_m, block_n):
+    return softmax_attention(q, k, v, causal)
+""",
     "catalog_half_bad": """
 @implementation("catalog_half_ok", stores="SP")
 def fine(q, k, v, *, causal):
@@ -135,6 +141,7 @@ BAD = [
     "catalog_bad_stores",
     "catalog_bad_twin",
     "catalog_no_model_module",
+    "catalog_orphan_model",
     "catalog_half_bad",
     "catalog_survivor",
 ]
@@ -365,6 +372,7 @@ def test_refused_plugins_are_problems_and_the_rest_loads(bad):
         "catalog_bad_stores",
         "catalog_bad_twin",
         "catalog_no_model_module",
+        "catalog_orphan_model",
         "catalog_half_bad",
     }
     for refused in ("catalog_wrongsig", "catalog_ps", "catalog_badtwin", "catalog_nomodel"):
@@ -395,6 +403,10 @@ def test_refusal_reasons(bad):
     # a traffic model in a module that does not exist: refused when planned, not when counted
     reason = problem(bad, "catalog_no_model_module")
     assert "traffic_model='catalog_nosuchmodule:model'" in reason and "no module named" in reason
+
+    # a backward's model with no backward to model
+    reason = problem(bad, "catalog_orphan_model")
+    assert "kept_model describes a backward" in reason and "backward=" in reason
 
 
 def test_a_plugin_is_left_out_whole(bad):
