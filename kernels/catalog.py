@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from kernels.spec import ELEMENT_BYTES
+from kernels.spec import DEFAULT_TWIN, ELEMENT_BYTES
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
@@ -232,7 +232,7 @@ def implementation(
             name=name,
             run=fn,
             stores=stores,
-            twin=twin or (name if stores == "SP" else "torch_naive"),
+            twin=twin or (name if stores == "SP" else DEFAULT_TWIN),
             triton=triton,
             sp_dtype=sp_dtype,
             stored_rows=stored_rows,

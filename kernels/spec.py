@@ -13,7 +13,9 @@ SDPA_BACKENDS: tuple[str, ...] = ("math", "flash", "efficient", "cudnn")
 # forces one (a device without it records the point as skipped, naming it).
 SDPA_IMPLEMENTATIONS: dict[str, str | None] = {"sdpa": None} | {f"sdpa_{b}": b for b in SDPA_BACKENDS}
 # The implementations themselves, ours and plugins', are registered in kernels.catalog (ours:
-# the modules of kernels.paths), each with what it stores, its twin and its traffic model.
+# the folders of kernels.paths), each with what it stores, its twin and its models.
+# The twin a path that does not store S and P is measured against unless it names one
+DEFAULT_TWIN = "torch_naive"
 
 # dtype name → bytes per element; the kernels take the first three, float64 is the reference's
 ELEMENT_BYTES: dict[str, int] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
