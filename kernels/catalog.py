@@ -115,6 +115,9 @@ class Implementation:
     stages: Callable[..., tuple] | str | None = None
     takes_out: bool = False  # writes the result into ``out=`` itself
     default: bool = False  # in the default sweep
+    # Each key tile normalized by its own statistics: wrong on purpose wherever a row spans
+    # two key tiles (validation expects it to fail there; it never stands for a kind of path)
+    tile_local: bool = False
     origin: str = BUILTIN_PACKAGE  # the module that registered it
     # AUTOGRAD, a backward module ("package.module", see AUTOGRAD), or None: no backward
     backward: str | None = None
@@ -212,6 +215,7 @@ def implementation(
     stages: Callable[..., tuple] | str | None = None,
     takes_out: bool = False,
     default: bool = False,
+    tile_local: bool = False,
     backward: str | None = None,
     no_backward: str | None = None,
     backward_traffic_model: TrafficModel | str | None = None,
@@ -242,6 +246,7 @@ def implementation(
             stages=stages,
             takes_out=takes_out,
             default=default,
+            tile_local=tile_local,
             origin=origin,
             backward=backward if backward is not None or triton or no_backward else AUTOGRAD,
             no_backward=no_backward,
@@ -277,7 +282,7 @@ def _check(entry: Implementation) -> None:
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
-    for flag in ("triton", "takes_out", "default"):
+    for flag in ("triton", "takes_out", "default", "tile_local"):
         if not isinstance(getattr(entry, flag), bool):
             raise PluginError(f"{where}: {flag}={getattr(entry, flag)!r}; must be True or False")
     own_twin = entry.twin == entry.name and entry.stores == "SP"
@@ -491,6 +496,16 @@ def describe(name: str) -> dict[str, Any]:
     """The facts a record carries, so that tables and reports need no catalog."""
     entry = get(name)
     return {"stores": entry.stores, "triton": entry.triton, "twin": entry.twin, "origin": entry.origin}
+
+
+def triton_path(stores: str) -> str:
+    """Our exact Triton path that stores ``stores`` (SP, S or none): the materialized, S-only
+    and fused designs a prediction compares, and what a PyTorch or plugin path of that kind
+    is costed as on a GPU."""
+    for name, entry in registered().items():
+        if entry.ours and entry.triton and not entry.tile_local and entry.stores == stores:
+            return name
+    raise ValueError(f"stores={stores!r}: none of our Triton paths stores that; allowed: {', '.join(STORES)}")
 
 
 def backward_names() -> tuple[str, ...]:

@@ -150,7 +150,7 @@ def test_the_training_shape_scales_what_one_layer_keeps(shape):
     config = training_shape() | shape
     gpus, _ = machines(None)
     rows = pd.DataFrame(bp.training_rows(config, gpus)).drop_duplicates("impl").set_index("impl")
-    assert list(rows.index) == list(bp.TRAINING_PATHS)
+    assert list(rows.index) == list(bp.training_paths())
     for impl, row in rows.iterrows():
         kept = kept_bytes(bp.training_point(config, impl))
         assert row["kept_layer_bytes"] == sum(kept.values())

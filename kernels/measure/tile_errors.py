@@ -10,6 +10,7 @@ import os
 
 import torch
 
+from kernels import catalog
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import reference_float64
 from kernels.impl.registry import attention
@@ -19,8 +20,14 @@ TOKENS = (16, 40, 100)
 BLOCKS_N = (16, 32, 64)
 BLOCK_M = 16
 HEAD_DIM = 32
-IMPLS = ("triton_tile_softmax", "triton_flash")
 COLUMNS = ("impl", "tokens", "block_m", "block_n", "head_dim", "dtype", "causal", "error")
+
+
+def compared() -> tuple[str, ...]:
+    """Our tile-local paths, then the fused path that carries the rows' statistics across
+    tiles: the same loop, wrong and right."""
+    ours = [e for e in catalog.registered().values() if e.ours]
+    return (*[e.name for e in ours if e.tile_local], catalog.triton_path("none"))
 
 
 def tile_errors(device: str, tokens=TOKENS, blocks_n=BLOCKS_N, seed: int = 0) -> list[dict]:
@@ -30,7 +37,7 @@ def tile_errors(device: str, tokens=TOKENS, blocks_n=BLOCKS_N, seed: int = 0) ->
         q, k, v = make_qkv(1, 1, t, HEAD_DIM, torch.float32, device, seed + i)
         ref = reference_float64(q, k, v, True)
         for block_n in blocks_n:
-            for impl in IMPLS:
+            for impl in compared():
                 out = attention(q, k, v, impl=impl, causal=True, block_m=BLOCK_M, block_n=block_n)
                 rows.append(
                     {

@@ -258,7 +258,7 @@ def summary(results: list[Result]) -> str:
 
 def _summary(results: list[Result]) -> str:
     unexpected = sum(not r.as_expected for r in results)
-    tile = [r for r in results if r.impl == "triton_tile_softmax"]
+    tile = [r for r in results if catalog.get(r.impl).tile_local]
     line = f"{len(results)} checks: {len(results) - unexpected} as expected, {unexpected} unexpected"
     if tile:
         fails = sum(r.verdict == "fail" for r in tile)

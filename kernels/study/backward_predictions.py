@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterable
 from functools import cache
 
+from kernels import catalog
 from kernels.io.atomic import write_csv_atomic
 from kernels.study import stage_predictions
 from kernels.study.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
@@ -36,9 +37,7 @@ from kernels.study.stage_predictions import CASES, KEY, machines, predicted_row
 from kernels.study.sweep import points as sweep_points
 
 MS = 1e3
-STORED, RECOMPUTED = "triton_naive", "triton_flash"  # the two designs the crossing compares
 CROSSING_TOKENS = tuple(2**i for i in range(7, 17))  # 128 … 65,536
-TRAINING_PATHS = ("torch_naive", "triton_naive", "triton_s_only", "triton_flash")
 # the forward's stage predictions' columns, a kernel in place of a stage and no op-rate times
 PREDICTION_COLUMNS = tuple(
     "kernel" if column == "stage" else column
@@ -117,13 +116,27 @@ def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> lis
     ]
 
 
+def crossed() -> tuple[str, str]:
+    """The two designs the crossing compares: S and P stored (the materialized backward) and
+    nothing T×T stored (the fused one), our Triton path of each."""
+    return catalog.triton_path("SP"), catalog.triton_path("none")
+
+
+def training_paths() -> tuple[str, ...]:
+    """Our paths that model what they keep for the backward, the PyTorch ones first, then by
+    what they store (S and P, S, nothing)."""
+    ours = [e for e in catalog.registered().values() if e.ours and e.kept_model is not None]
+    ours.sort(key=lambda e: (e.triton, catalog.STORES.index(e.stores)))
+    return tuple(e.name for e in ours)
+
+
 def crossing_shapes(sweep: dict | list[dict], training: dict) -> list[tuple]:
     """(d, dtype, causal, block_m, block_n) of every backward point of a Triton path, and of
     the training shape at the default blocks: the shapes the crossing is drawn for."""
     found = [
         (p.head_dim, p.dtype, p.causal, p.block_m, p.block_n) for p in backward_points(sweep) if p.triton
     ]
-    model = training_point(training, STORED)
+    model = training_point(training, catalog.triton_path("SP"))
     found.append((model.head_dim, model.dtype, model.causal, model.block_m, model.block_n))
     return list(dict.fromkeys(found))
 
@@ -145,7 +158,7 @@ def crossing_rows(shapes: list[tuple], targets: Iterable[Machine]) -> list[dict]
                 for t in CROSSING_TOKENS:
                     pair = [
                         Point(impl, 1, 1, t, d, dtype, causal, bm, bn, direction="backward")
-                        for impl in (STORED, RECOMPUTED)
+                        for impl in crossed()
                     ]
                     curve.append((t, *pair))
                 stored = [backward_ms(s, machine, case) for _, s, _ in curve]
@@ -196,7 +209,7 @@ def training_rows(training: dict, targets: Iterable[Machine]) -> list[dict]:
     bytes (its T×T part) and FLOPs per layer, and its predicted time per layer."""
     memory = {gpu.name: gpu.memory_bytes for gpu in GPUS.values()}
     rows = []
-    for impl in TRAINING_PATHS:
+    for impl in training_paths():
         point = training_point(training, impl)
         kept = kept_bytes(point) or {}
         issued = as_issued_backward(point) or {}

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from kernels import catalog
 from kernels.spec import (
     CUDA_FLUSH_BYTES,
     DEFAULT_BLOCK,
@@ -262,15 +263,11 @@ def interpreted_launch(
 # --- one call and its timing ----------------------------------------------------------------
 
 
-# the Triton path a PyTorch (or plugin) path of each kind is costed as on a GPU
-TRITON_OF_KIND = {"SP": "triton_naive", "S": "triton_s_only", "none": "triton_flash"}
-
-
 def call_seconds(point: Point, gpu: Gpu) -> float:
     """The model's slower time floor for one call on a GPU (a PyTorch path costed as the
     Triton path of its kind: materialized or fused)."""
     if not point.triton:
-        point = replace(point, impl=TRITON_OF_KIND[point.stores])
+        point = replace(point, impl=catalog.triton_path(point.stores))
         point = replace(point, block_m=point.block_m or DEFAULT_BLOCK, block_n=point.block_n or DEFAULT_BLOCK)
     return predict.predict(point, gpu)["time_high_s"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 
+from kernels import catalog
 from kernels.io.atomic import write_csv_atomic, write_text_atomic
 from kernels.spec import BLOCK_SIZES
 from kernels.study import cost
@@ -27,7 +28,7 @@ def matrix_sizes() -> list[dict]:
         {"tokens": t, "dtype": dtype, "element_bytes": point.e_sp, "bytes": cost.matrix_bytes(point)}
         for t in STORAGE_TOKENS
         for dtype in STORAGE_DTYPES
-        for point in [Point("torch_naive", 1, 1, t, 64, dtype, False)]
+        for point in [Point(catalog.triton_path("SP"), 1, 1, t, 64, dtype, False)]
     ]
 
 
@@ -35,10 +36,11 @@ def block_traffic(sweep: dict | list[dict]) -> list[dict]:
     """The fused kernel's as-issued traffic for one head and square blocks, for every
     (T, d, dtype, causal) of the sweep: larger blocks, fewer re-reads of K and V."""
     cases = sorted({(p.tokens, p.head_dim, p.dtype, p.causal) for p in points(sweep)})
+    fused = catalog.triton_path("none")
     rows = []
     for tokens, head_dim, dtype, causal in cases:
         for block in BLOCK_SIZES:
-            point = Point("triton_flash", 1, 1, tokens, head_dim, dtype, causal, block, block)
+            point = Point(fused, 1, 1, tokens, head_dim, dtype, causal, block, block)
             rows.append(
                 {
                     "tokens": tokens,

@@ -37,9 +37,10 @@ HANDOFF_TENSORS = ("S", "P")
 # which overlap its products.
 # A kernel of a plugin's own model, named otherwise, takes an equal share of the two products.
 PRODUCTS = {"scores": 1, "softmax": 0, "stats": 0, "pv": 1, "attention_fwd": 2}
-# The paths a prediction compares: materialized, S stored but never P, fused; a plugin with a
-# traffic model swept in a study is predicted beside them under its own name.
-PATHS = {"materialized": "triton_naive", "s_only": "triton_s_only", "fused": "triton_flash"}
+# The designs a prediction compares, by what they store (our Triton path of each kind, asked of
+# the catalog): materialized, S stored but never P, fused; a plugin with a traffic model swept
+# in a study is predicted beside them under its own name.
+DESIGNS = {"materialized": "SP", "s_only": "S", "fused": "none"}
 
 
 def served(footprint: float, capacity: float, *, optimistic: bool) -> float:
@@ -161,7 +162,8 @@ def predict(
 def path_points(point: Point, plugins: tuple[str, ...] = ()) -> dict[str, Point]:
     """Our three Triton paths (materialized, S only, fused) for the point's shape, dtype,
     masking and blocks, and each of ``plugins`` (implementations with a traffic model)."""
-    paths = PATHS | {name: name for name in plugins}
+    paths = {design: catalog.triton_path(kind) for design, kind in DESIGNS.items()}
+    paths |= {name: name for name in plugins}
     blocks = {"block_m": point.block_m or DEFAULT_BLOCK, "block_n": point.block_n or DEFAULT_BLOCK}
     return {
         path: replace(

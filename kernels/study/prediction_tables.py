@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from kernels import catalog
 from kernels.io.atomic import write_csv_atomic
 from kernels.study import predict
 from kernels.study.cost import transfers
@@ -31,7 +32,7 @@ def shapes(sweep: dict | list[dict]) -> dict[tuple, Point]:
     """Each shape of the sweep once, as its materialized Triton point, with the sweep's T."""
     found: dict[tuple, Point] = {}
     for p in sweep_points(sweep):
-        shape = replace(p, impl="triton_naive", inputs="normal")
+        shape = replace(p, impl=catalog.triton_path("SP"), inputs="normal")
         key = (
             shape.batch,
             shape.heads,
@@ -62,7 +63,7 @@ def launch_reasons(sweep: dict | list[dict], builds: list[dict]) -> dict[tuple[s
         for path, point in predict.path_points(p, plugins).items():
             mine = [result for result in builds if point.name in result["points"]]
             for target in {t for result in mine for t in result["targets"]}:
-                key = (shape_label(replace(point, impl="triton_naive")), path, target)
+                key = (shape_label(replace(point, impl=catalog.triton_path("SP"))), path, target)
                 reason = build_failure(point.name, mine, [target])
                 if reason and key not in reasons:
                     reasons[key] = f"does not build for {target} at T={point.tokens}: {reason}"
@@ -74,7 +75,8 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
     plugins = predict.predicted_plugins(sweep_points(sweep))
     swept = {}
     for p in sweep_points(sweep):
-        swept.setdefault(shape_label(replace(p, impl="triton_naive", inputs="normal")), set()).add(p.tokens)
+        shape = replace(p, impl=catalog.triton_path("SP"), inputs="normal")
+        swept.setdefault(shape_label(shape), set()).add(p.tokens)
     rows, kernel_rows = [], []
     for shape in shapes(sweep).values():
         label = shape_label(shape)

@@ -12,6 +12,7 @@ from kernels.catalog import implementation
     launches="kernels.paths.triton_tile_softmax.forward:planned_launches",
     takes_out=True,
     default=True,
+    tile_local=True,
     no_backward=(
         "its forward is wrong on purpose (each key tile normalized by its own maximum and sum), so "
         "there is no gradient of attention to give"
