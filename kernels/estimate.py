@@ -167,7 +167,7 @@ def planned_launches(params, device: str) -> list[dict]:
     if params.tile_errors:
         for tokens in tile_errors.TOKENS:
             for block_n in tile_errors.BLOCKS_N:
-                for impl in tile_errors.IMPLS:
+                for impl in tile_errors.compared():
                     shape = Shape(1, 1, tokens, tile_errors.HEAD_DIM)
                     found = case_launches(impl, shape, "float32", True, tile_errors.BLOCK_M, block_n)
                     out += [
