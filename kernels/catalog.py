@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from kernels.spec import DEFAULT_TWIN, ELEMENT_BYTES
+from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
@@ -46,7 +46,6 @@ PLUGIN_HINT = (
     f"plugins name its module, or once it is installed with an {ENTRY_POINT_GROUP} entry point"
 )
 MODE_VARIABLES = ("ATTNIO_INTERPRET", "TRITON_INTERPRET")  # kernels.impl.mode's switches
-BUILTIN_PACKAGE = "kernels.paths"
 # What an implementation keeps in memory between its steps: S and P (materialized), S only
 # (softmax statistics from S, then S streamed into P·V) or neither (fused).
 STORES: tuple[str, ...] = ("SP", "S", "none")
@@ -62,6 +61,8 @@ TrafficModel = Callable[[Any], Mapping[tuple[str, str, str], int]]
 # The registration's hooks given as a callable or "module:function"
 HOOKS = (
     "traffic_model",
+    "working_model",
+    "launch_candidates",
     "launches",
     "stages",
     "backward_traffic_model",
@@ -118,6 +119,17 @@ class Implementation:
     # Each key tile normalized by its own statistics: wrong on purpose wherever a row spans
     # two key tiles (validation expects it to fail there; it never stands for a kind of path)
     tile_local: bool = False
+    cpu: bool = True  # runs on a CPU (else its CPU points are skipped, its validation unavailable)
+    # S written as the raw product q·kᵀ and scaled in place after (the largest value it
+    # stores is the product's, not the score's)
+    raw_s: bool = False
+    softmax_dtype: str | None = None  # the dtype its softmax runs in; None: the stored one
+    # The bytes a call holds at its peak beyond Q, K, V, O, S and P (point → bytes, pure
+    # Python); None: nothing beyond them
+    working_model: Callable[..., int] | str | None = None
+    # Launch configurations the build compiles and a GPU point is timed with: point →
+    # ((num_warps, num_stages), ...), passed to ``launches`` (pure Python); None: one launch
+    launch_candidates: Callable[..., tuple] | str | None = None
     origin: str = BUILTIN_PACKAGE  # the module that registered it
     # AUTOGRAD, a backward module ("package.module", see AUTOGRAD), or None: no backward
     backward: str | None = None
@@ -216,6 +228,11 @@ def implementation(
     takes_out: bool = False,
     default: bool = False,
     tile_local: bool = False,
+    cpu: bool = True,
+    raw_s: bool = False,
+    softmax_dtype: str | None = None,
+    working_model: Callable[..., int] | str | None = None,
+    launch_candidates: Callable[..., tuple] | str | None = None,
     backward: str | None = None,
     no_backward: str | None = None,
     backward_traffic_model: TrafficModel | str | None = None,
@@ -247,6 +264,11 @@ def implementation(
             takes_out=takes_out,
             default=default,
             tile_local=tile_local,
+            cpu=cpu,
+            raw_s=raw_s,
+            softmax_dtype=softmax_dtype,
+            working_model=working_model,
+            launch_candidates=launch_candidates,
             origin=origin,
             backward=backward if backward is not None or triton or no_backward else AUTOGRAD,
             no_backward=no_backward,
@@ -282,7 +304,7 @@ def _check(entry: Implementation) -> None:
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
-    for flag in ("triton", "takes_out", "default", "tile_local"):
+    for flag in ("triton", "takes_out", "default", "tile_local", "cpu", "raw_s"):
         if not isinstance(getattr(entry, flag), bool):
             raise PluginError(f"{where}: {flag}={getattr(entry, flag)!r}; must be True or False")
     own_twin = entry.twin == entry.name and entry.stores == "SP"
@@ -294,9 +316,12 @@ def _check(entry: Implementation) -> None:
         )
     if entry.stores not in STORES:
         raise PluginError(f"{where}: stores={entry.stores!r}; allowed values are {', '.join(STORES)}")
-    if entry.sp_dtype is not None and entry.sp_dtype not in ELEMENT_BYTES:
-        allowed = ", ".join(ELEMENT_BYTES)
-        raise PluginError(f"{where}: sp_dtype={entry.sp_dtype!r}; allowed values are {allowed} or None")
+    for field in ("sp_dtype", "softmax_dtype"):
+        if getattr(entry, field) is not None and getattr(entry, field) not in ELEMENT_BYTES:
+            allowed = ", ".join(ELEMENT_BYTES)
+            raise PluginError(
+                f"{where}: {field}={getattr(entry, field)!r}; allowed values are {allowed} or None"
+            )
     rows = entry.stored_rows
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
         raise PluginError(f"{where}: stored_rows={rows!r}; must be a positive integer or None")
@@ -495,7 +520,8 @@ def stored_dtype(name: str, dtype: str, asked: str | None = None) -> str:
 def describe(name: str) -> dict[str, Any]:
     """The facts a record carries, so that tables and reports need no catalog."""
     entry = get(name)
-    return {"stores": entry.stores, "triton": entry.triton, "twin": entry.twin, "origin": entry.origin}
+    facts = ("stores", "triton", "twin", "origin", "tile_local", "softmax_dtype")
+    return {fact: getattr(entry, fact) for fact in facts}
 
 
 def triton_path(stores: str) -> str:

@@ -36,6 +36,7 @@ from kernels.spec import (
     JOB_LIMIT_SECONDS,
     MAX_GRID_YZ,
     MAX_TOKENS,
+    REFERENCE,
     STAGE_MIN_SECONDS,
 )
 from kernels.study.point import (
@@ -911,7 +912,7 @@ def refuse_validation_too_large(args: argparse.Namespace, shapes, device: str) -
         )
         need = max(
             predicted_bytes(Point(impl, shape.batch, shape.heads, shape.tokens, shape.head_dim, dtype, True))
-            for impl in ("reference", "torch_naive")
+            for impl in (REFERENCE, *args.impl)
             for dtype in args.dtype
         )
         if need > MEMORY_FRACTION * have:
@@ -987,7 +988,7 @@ def run_predict(args: argparse.Namespace) -> int:
 
     if not args.stages and (args.impl or args.ceilings):
         raise SystemExit("predict: --impl and --ceilings go with --stages")
-    impl = args.impl or "triton_naive"
+    impl = args.impl or catalog.triton_path("SP")
     if impl not in staged():
         raise SystemExit(f"predict: --impl {impl}: not staged; staged implementations: {', '.join(staged())}")
     blocks = (args.block_m, args.block_n) if catalog.get(impl).triton else (None, None)

@@ -15,7 +15,10 @@ SDPA_IMPLEMENTATIONS: dict[str, str | None] = {"sdpa": None} | {f"sdpa_{b}": b f
 # The implementations themselves, ours and plugins', are registered in kernels.catalog (ours:
 # the folders of kernels.paths), each with what it stores, its twin and its models.
 # The twin a path that does not store S and P is measured against unless it names one
+BUILTIN_PACKAGE = "kernels.paths"  # where our paths register (a record's origin starts with it)
 DEFAULT_TWIN = "torch_naive"
+TRITON_TWIN = "triton_naive"  # the materialized Triton path our other Triton paths are held against
+REFERENCE = "reference"  # the float64 definition every path is checked against
 
 # dtype name → bytes per element; the kernels take the first three, float64 is the reference's
 ELEMENT_BYTES: dict[str, int] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}

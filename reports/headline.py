@@ -21,9 +21,7 @@ import sys
 from pathlib import Path
 
 from kernels.spec import HEADLINE, PROFILE_DIR, PROFILED, SDPA_IMPLEMENTATIONS
-
-FUSED = "triton_flash"
-MATERIALIZED_PROFILED = "triton_naive"
+from reports.pages.paths import triton_path
 
 
 def profile_file(results: str | Path, impl: str) -> Path:
@@ -54,8 +52,9 @@ def fused_against_sdpa(metrics, source: str | Path = "results/metrics.csv") -> l
     rows = metrics[(metrics[list(HEADLINE)] == pd.Series(HEADLINE)).all(axis=1) & (metrics["status"] == "ok")]
     rows = rows[rows["inputs"] == "normal"].dropna(subset=["time_ms"])
     lines = []
+    name = triton_path("none", metrics) or "the fused Triton path"
     for causal, group in rows.groupby("causal"):
-        fused = group[group["impl"] == FUSED]
+        fused = group[group["impl"] == name]
         sdpa = group[group["impl"].isin(SDPA_IMPLEMENTATIONS)]
         if fused.empty or sdpa.empty:
             continue
@@ -67,12 +66,12 @@ def fused_against_sdpa(metrics, source: str | Path = "results/metrics.csv") -> l
         backends = sdpa["impl"].nunique()
         theirs = f"the fastest of {backends} backends' medians, one each" if backends > 1 else "one median"
         lines.append(
-            f"T=8192 d=128 bf16 {'causal' if causal else 'full'}: {FUSED} {mine['time_ms']:.3f} ms "
+            f"T=8192 d=128 bf16 {'causal' if causal else 'full'}: {name} {mine['time_ms']:.3f} ms "
             f"({mine['tflops']:.0f} TFLOP/s; {how}) vs fastest SDPA backend {best['impl']} "
             f"{best['time_ms']:.3f} ms ({best['tflops']:.0f} TFLOP/s; {theirs}): "
             f"ratio {best['time_ms'] / mine['time_ms']:.2f} {tag}"
         )
-    return lines or [f"no timed GPU point of {FUSED} and an SDPA backend at T=8192, d=128, bf16 {tag}"]
+    return lines or [f"no timed GPU point of {name} and an SDPA backend at T=8192, d=128, bf16 {tag}"]
 
 
 def softmax_bandwidth(
@@ -101,7 +100,7 @@ def softmax_bandwidth(
             )
     if lines:
         return lines
-    found = [r for r in records if r["impl"] == MATERIALIZED_PROFILED]
+    found = [r for r in records if r.get("stores") == "SP"]  # the materialized path's
     if found:
         why = found[0].get("dram_reason") or "no softmax kernel among its profiled kernels"
         return [f"no Nsight Compute figure of the materialized path's softmax: {why} ({found[0]['source']})"]

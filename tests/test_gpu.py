@@ -52,7 +52,7 @@ def measured(tmp_path, point: Point, *extra: str) -> dict:
 STUDY_DTYPES = ("bfloat16",)
 NOT_VALIDATED_BY_THE_STUDY = {
     impl: [d for d in gpu_checks.VALIDATION_DTYPES if impl == "triton_tile_softmax" or d not in STUDY_DTYPES]
-    for impl in (*gpu_checks.VALIDATION_IMPLS, "sdpa")
+    for impl in (*gpu_checks.validation_impls(), "sdpa")
 }
 
 
@@ -72,10 +72,7 @@ def test_compiled_kernels_validate_up_to_16k_tokens(impl, tmp_path):
 def test_timing_behaves(tmp_path):
     """Times are positive, their spread is ordered, and a call four times as long (in T²)
     takes longer: not a speed claim, a check that the clock measures the work."""
-    short, long = (
-        measured(tmp_path, Point("triton_flash", 1, 8, t, 128, "bfloat16", False, 128, 64), "--no-ncu")
-        for t in (2048, 8192)
-    )
+    short, long = (measured(tmp_path, point, "--no-ncu") for point in gpu_checks.timing_points())
     for record in (short, long):
         assert record["status"] == "ok" and record["repeats"] >= 5
         assert 0 < record["time_p10_ms"] <= record["time_ms"] <= record["time_p90_ms"]
@@ -83,7 +80,7 @@ def test_timing_behaves(tmp_path):
 
 
 def test_every_launch_candidate_is_timed_and_the_fastest_kept(tmp_path):
-    point = Point("triton_flash", 1, 16, 4096, 128, "bfloat16", True, 128, 64)
+    point = gpu_checks.candidate_point()
     builds = tmp_path / "build.json"
     kernels_cli(
         "build", "--target", "local", "--point", point.name, "--out", str(builds),
@@ -104,9 +101,7 @@ def test_every_launch_candidate_is_timed_and_the_fastest_kept(tmp_path):
 def test_nsight_compute_dram_bytes_are_parsed(tmp_path):
     """Where S and P far exceed L2, the materialized path's DRAM bytes are at least what the
     model says every kernel must move once; the fused path's far fewer."""
-    shape = dict(batch=1, heads=16, tokens=8192, head_dim=128, dtype="bfloat16", causal=False)
-    naive = measured(tmp_path, Point("triton_naive", **shape, block_m=64, block_n=64))
-    fused = measured(tmp_path, Point("triton_flash", **shape, block_m=128, block_n=64))
+    naive, fused = (measured(tmp_path, point) for point in gpu_checks.ncu_points())
     for record in (naive, fused):
         assert record["status"] == "ok" and record["dram_reason"] is None, record["dram_reason"]
         assert record["dram_bytes"] > 0 and record["ncu_kernels"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels import catalog
 from reports import headline
 
 CANDIDATES = json.dumps(
@@ -22,8 +23,8 @@ CANDIDATES = json.dumps(
 
 def row(impl, time_ms, causal=False, tokens=8192, **launch):
     fused = impl.startswith("triton")
-    return dict(impl=impl, tokens=tokens, head_dim=128, dtype="bfloat16", causal=causal,
-                inputs="normal", status="ok", time_ms=time_ms, tflops=1000 / time_ms,
+    return dict(**catalog.describe(impl), impl=impl, tokens=tokens, head_dim=128, dtype="bfloat16",
+                causal=causal, inputs="normal", status="ok", time_ms=time_ms, tflops=1000 / time_ms,
                 block_m=128 if fused else None, block_n=64 if fused else None,
                 num_warps=launch.get("num_warps"), num_stages=launch.get("num_stages"),
                 launch_candidates=launch.get("candidates"))  # fmt: skip
@@ -64,7 +65,7 @@ def test_each_side_of_the_comparison_says_how_its_time_was_chosen():
     )
 
 
-NAIVE = {
+NAIVE = catalog.describe("triton_naive") | {
     "impl": "triton_naive",
     "tokens": 8192,
     "dram_bytes": 3 * 2**30,
@@ -76,7 +77,7 @@ NAIVE = {
         {"kernel": "scores_kernel", "dram_read_bytes": 1e9, "dram_write_bytes": 0, "ncu_time_ns": 1e6},
     ],
 }
-FLASH = {
+FLASH = catalog.describe("triton_flash") | {
     "impl": "triton_flash",
     "tokens": 8192,
     "dram_bytes": 3 * 2**20,

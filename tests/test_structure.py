@@ -281,3 +281,26 @@ def test_the_layout_names_every_module_and_no_other():
     listed = {p for p in named if p.endswith(".py") and p.startswith(("kernels/", "reports/"))}
     assert not present - named, f"not in docs/layout.md: {sorted(present - named)}"
     assert not listed - present, f"in docs/layout.md but not in the tree: {sorted(listed - present)}"
+
+
+def test_no_built_in_path_name_is_written_outside_its_own_folder():
+    """Generic code (kernels/, reports/) asks a path's registration what it is: a built-in
+    name as a string appears only in the path's own folder and in kernels/spec.py."""
+    from path_names import own_place, written_names
+
+    ours = {name: entry for name, entry in catalog.registered().items() if entry.ours}
+    found = written_names(ROOT, ("kernels", "reports"), set(ours))
+    outside = [f"{m}:{line} {name!r}" for m, line, name in found if not own_place(m, name, ours[name].origin)]
+    assert found, "the scan found no name at all: the registrations write theirs"
+    assert not outside, "\n".join(outside)
+
+
+def test_the_name_scan_finds_a_planted_name_and_passes_a_docstring(tmp_path):
+    from path_names import own_place, written_names
+
+    (tmp_path / "pkg").mkdir()
+    source = '"""mentions flash"""\nX = {"flash": 1}\n\ndef f():\n    "flash"\n'
+    (tmp_path / "pkg" / "a.py").write_text(source)
+    assert written_names(tmp_path, ("pkg",), {"flash"}) == [("pkg/a.py", 2, "flash")]
+    assert own_place("kernels/paths/flash/model.py", "flash", "kernels.paths.flash")
+    assert not own_place("kernels/study/cost.py", "flash", "kernels.paths.flash")

@@ -84,7 +84,7 @@ def study_plan(points: list[Point]) -> list[Planned]:
 
 def gpu_test_plan() -> list[Planned]:
     """What tests/test_gpu.py launches."""
-    groups = [(impl, None, *gpu_checks.VALIDATION_BLOCKS) for impl in gpu_checks.VALIDATION_IMPLS]
+    groups = [(impl, None, *gpu_checks.VALIDATION_BLOCKS) for impl in gpu_checks.validation_impls()]
     return validation_plan(groups, gpu_checks.VALIDATION_DTYPES, "gpu_test") + point_plan(
         gpu_checks.points(), "gpu_test"
     )

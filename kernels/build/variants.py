@@ -13,7 +13,7 @@ import torch
 
 from kernels import catalog
 from kernels.impl.triton.launch import Launch
-from kernels.spec import FUSED_LAUNCH_CANDIDATES, MAX_ROW_BLOCK
+from kernels.spec import MAX_ROW_BLOCK
 from kernels.study.cases import Shape
 from kernels.study.point import Point
 
@@ -97,17 +97,17 @@ def case_launches(
 
 
 def candidate_launches(point: Point) -> list[Launch]:
-    """The fused kernel's launch with each candidate (num_warps, num_stages) of its head dim
-    ([] for every other implementation)."""
-    if point.impl != "triton_flash":
+    """The point's launch with each candidate (num_warps, num_stages) its registration names
+    (``launch_candidates``; [] for a path without them)."""
+    entry = catalog.get(point.impl)
+    candidates = entry.hook("launch_candidates")
+    if candidates is None:
         return []
-    from kernels.paths.triton_flash import forward as flash
-
     q, k, v = meta_qkv(point)
-    o = torch.empty_like(q)
+    plan = entry.planned_launches()
+    blocks = dict(causal=point.causal, block_m=point.block_m, block_n=point.block_n)
     return [
-        flash.attention_fwd_launch(
-            q, k, v, o, point.causal, point.block_m, point.block_n, True, warps, stages
-        )
-        for warps, stages in FUSED_LAUNCH_CANDIDATES[point.head_dim]
+        launch
+        for warps, stages in candidates(point)
+        for launch in plan(q, k, v, **blocks, num_warps=warps, num_stages=stages)
     ]

@@ -22,6 +22,7 @@ from contextlib import nullcontext
 
 import torch
 
+from kernels import catalog
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.measure.backward_run import run_backward
@@ -211,7 +212,7 @@ def measure(
     if reason:
         return record | {"status": "skipped", "reason": reason, "finished_at": now()}
     candidates = []
-    if device == "cuda" and point.impl == "triton_flash" and required_targets:
+    if device == "cuda" and catalog.get(point.impl).launch_candidates and required_targets:
         candidates = launch_candidates(point.name, builds, required_targets[0])
     found = _measured(point, device, seed, use_ncu, ncu_args or [], candidates)
     return record | found | {"finished_at": now()}

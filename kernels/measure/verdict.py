@@ -58,15 +58,15 @@ class Result:
 
 
 def stored_score(impl: str, product: float, head_dim: int) -> float | None:
-    """The largest value an implementation writes into a stored S, from max |q·k|:
-    torch_naive stores the product and scales it in place, the others that store S in the
-    input dtype (triton_naive, triton_s_only, a plugin saying so) at least the scaled score;
-    None where no S is stored in the input dtype (fused, float32 or float64 S, PyTorch's
-    SDPA, whose math backend may widen)."""
+    """The largest value an implementation writes into a stored S, from max |q·k|: a path
+    that stores the raw product and scales it in place (its registration's ``raw_s``) the
+    product, the others that store S in the input dtype at least the scaled score; None
+    where no S is stored in the input dtype (fused, float32 or float64 S, PyTorch's SDPA,
+    whose math backend may widen)."""
     entry = catalog.get(impl)
     if entry.stores == "none" or entry.sp_dtype is not None or impl in SDPA_IMPLEMENTATIONS:
         return None
-    return product if impl == "torch_naive" else product / math.sqrt(head_dim)
+    return product if entry.raw_s else product / math.sqrt(head_dim)
 
 
 def expected_verdict(impl: str, tokens: int, block_n: int, dtype: str, product: float, head_dim: int) -> str:

@@ -38,7 +38,6 @@ from kernels.spec import (
     CUDA_FLUSH_BYTES,
     DEFAULT_BLOCK,
     DEFAULT_INTERPRETER_LIMIT,
-    FUSED_LAUNCH_CANDIDATES,
     RATE_MIN_SAMPLES,
     RATE_SINGLE_CALLS,
     STAGE_FEWEST_PASSES,
@@ -78,11 +77,6 @@ UNMEASURED_KERNEL_MS = tuple(max(pair[i] for pair in INTERPRETER_MS.values()) fo
 def interpreter_ms(kernel: str) -> tuple[float, float]:
     """(per program, per loop iteration) interpreted milliseconds of a kernel key."""
     return INTERPRETER_MS.get(kernel, UNMEASURED_KERNEL_MS)
-
-
-# Implementations a CPU does not have (their points are skipped records, their validations
-# "unavailable"): PyTorch's efficient and cuDNN attention backends.
-CPU_UNAVAILABLE = ("sdpa_efficient", "sdpa_cudnn")
 
 
 @dataclass(frozen=True)
@@ -315,14 +309,15 @@ def check_seconds(point: Point, machine: Machine) -> float:
 
 
 def launches(point: Point) -> int:
-    """Configurations a point is timed with on a GPU: each launch candidate of the fused kernel."""
-    return len(FUSED_LAUNCH_CANDIDATES[point.head_dim]) if point.impl == "triton_flash" else 1
+    """Configurations a point is timed with on a GPU: each launch candidate its registration names."""
+    candidates = catalog.get(point.impl).hook("launch_candidates")
+    return len(candidates(point)) if candidates else 1
 
 
 def skipped(point: Point, machine: Machine, plan: Plan) -> str | None:
     """Why a gate records the point as skipped before it runs (as far as a plan can tell)."""
     if machine.device == "cpu":
-        if point.impl in CPU_UNAVAILABLE:
+        if not catalog.get(point.impl).cpu:
             return "backend unavailable on a CPU"
         if point.triton and point.groups * point.tokens**2 > plan.interpreter_limit:
             return "over the interpreter limit"

@@ -173,10 +173,9 @@ def predicted_bytes(point: Point) -> int:
     qkvo = 4 * G * T * d * e
     check = 4 * G * T * d * 8 + REFERENCE_CHUNK_BYTES
     work = matrix_bytes(point) + p_bytes(point)
-    if point.impl == "torch_naive" and e != 4:
-        work += G * T * T * 4  # softmax's float32 result before the cast back
-    if point.impl == "reference":
-        work += 4 * G * T * d * 8
+    working = catalog.get(point.impl).hook("working_model")
+    if working is not None:
+        work += working(point)
     if point.backward:
         work += backward_extra_bytes(point)
     return qkvo + work + check

@@ -105,11 +105,11 @@ def stage_rows(point: Point, machine: Machine) -> list[dict]:
 
 def expected_columns(stage, point: Point, machine: Machine) -> dict:
     """The expected warm and cold time and the fixed cost in them (kernels.study.expected),
-    for torch_naive's stages on a machine whose ceilings hold the operations' rates; blank
+    for a PyTorch path's stages on a machine whose ceilings hold the operations' rates; blank
     otherwise (the GPUs' published figures have no operation rates; the Triton paths on a
     CPU run in the interpreter, never timed)."""
     blank = {"expected_warm_ms": None, "expected_cold_ms": None, "expected_fixed_ms": None}
-    if machine.ops is None or point.impl != "torch_naive":
+    if machine.ops is None or point.triton:
         return blank
     warm = expected.stage_expected(stage, point, machine.ops)
     cold = expected.stage_expected(stage, point, machine.ops, cold=True)

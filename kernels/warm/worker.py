@@ -67,12 +67,16 @@ def rehearse() -> None:
     if device == "cuda" and not torch.cuda.is_available():
         return  # a compiling lane without a GPU builds only
 
+    from kernels import catalog
+    from kernels.spec import DEFAULT_TWIN
+
     tiny = ["--batch", "1", "--heads", "1", "--tokens", "16", "--head-dim", "16", "--device", device]
     with tempfile.TemporaryDirectory(prefix="attnio-rehearsal-") as folder:
-        for impl in ("torch_naive", "triton_flash"):
+        # a PyTorch path and a Triton one (the fused: the lightest to interpret)
+        for impl in (DEFAULT_TWIN, catalog.triton_path("none")):
             out = os.path.join(folder, f"{impl}.json")
             args = ["measure", "--impl", impl, *tiny, "--dtype", "float32", "--no-ncu", *SHORT_WINDOWS]
-            blocks = ["--block-m", "16", "--block-n", "16"] if impl == "triton_flash" else []
+            blocks = ["--block-m", "16", "--block-n", "16"] if catalog.get(impl).triton else []
             run_command([*args, *blocks, "--out", out])
 
 

@@ -27,12 +27,13 @@ SHAPE_OF_STAGE = {"scores": "qk", "pv": "pv"}
 
 
 def checked(v: View) -> pd.DataFrame:
-    """Every timed torch_naive stage with its expected times on this machine (all cases: each
-    dtype, causal or not), and measured over expected warm and cold; empty without them."""
+    """Every timed stage with its expected times on this machine (a PyTorch path's: the only
+    ones the prediction gives them; all cases: each dtype, causal or not), and measured over
+    expected warm and cold; empty without them."""
     mine = v.predictions[v.predictions["target"] == THIS_MACHINE]
     if mine.empty or "expected_warm_ms" not in mine or v.timed.empty:
         return pd.DataFrame()
-    timed = v.timed[(v.timed["impl"] == "torch_naive") & (v.timed["stage"] != REST)]
+    timed = v.timed[v.timed["stage"] != REST]
     rows = timed.merge(keyed(mine)[[*KEY, "stage", *EXPECTED]], on=[*KEY, "stage"], how="inner")
     rows = rows.dropna(subset=["expected_warm_ms", "expected_cold_ms"])
     return rows.assign(

@@ -26,6 +26,7 @@ from reports.pages.common import (
     status_counts,
     why_nothing_ran,
 )
+from reports.pages.paths import tile_local_path, triton_path
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;
 color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;
@@ -248,9 +249,11 @@ def finding_storage(metrics: pd.DataFrame) -> str | None:
     )
 
 
-def _pair(metrics: pd.DataFrame, a: str, b: str, column: str) -> tuple[pd.Series, pd.Series] | None:
+def _pair(
+    metrics: pd.DataFrame, a: str | None, b: str | None, column: str
+) -> tuple[pd.Series, pd.Series] | None:
     """The rows of implementations a and b at the largest T where both have a value in column,
-    same shape, not causal where possible."""
+    same shape, not causal where possible (None where the study ran either not)."""
     key = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n"]
     data = _normal(metrics).dropna(subset=[column])
     left, right = data[data["impl"] == a], data[data["impl"] == b]
@@ -264,7 +267,8 @@ def _pair(metrics: pd.DataFrame, a: str, b: str, column: str) -> tuple[pd.Series
 
 
 def finding_traffic(metrics: pd.DataFrame) -> str | None:
-    pair = _pair(metrics, "triton_naive", "triton_flash", "traffic_model_bytes")
+    materialized, s_only, fused = (triton_path(stores, metrics) for stores in ("SP", "S", "none"))
+    pair = _pair(metrics, materialized, fused, "traffic_model_bytes")
     if pair is None:
         return None
     naive, fused = pair
@@ -274,7 +278,7 @@ def finding_traffic(metrics: pd.DataFrame) -> str | None:
         f"{number(fused['traffic_model_bytes'] / MIB)} MiB: "
         f"{number(naive['traffic_model_bytes'] / fused['traffic_model_bytes'])}× as much."
     )
-    between = _pair(metrics, "triton_naive", "triton_s_only", "traffic_model_bytes")
+    between = _pair(metrics, materialized, s_only, "traffic_model_bytes")
     if between is None or between[0]["tokens"] != naive["tokens"] or between[0]["causal"] != naive["causal"]:
         return found
     s_only = between[1]["traffic_model_bytes"]
@@ -285,7 +289,8 @@ def finding_traffic(metrics: pd.DataFrame) -> str | None:
 
 
 def finding_tile_softmax(metrics: pd.DataFrame) -> str | None:
-    pair = _pair(metrics[metrics["status"] == "ok"], "triton_tile_softmax", "triton_flash", "max_abs_error")
+    ran = metrics[metrics["status"] == "ok"]
+    pair = _pair(ran, tile_local_path(metrics), triton_path("none", metrics), "max_abs_error")
     if pair is None:
         return None
     tile, fused = pair

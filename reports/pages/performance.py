@@ -23,6 +23,7 @@ from reports.pages.common import (
     show,
     why_untimed,
 )
+from reports.pages.paths import triton_path
 
 __all__ = [
     "busy_note",
@@ -199,9 +200,10 @@ def against_best_sdpa(metrics: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     best = sdpa.loc[sdpa.groupby(keys)["time_ms"].idxmin(), [*keys, "impl", "time_ms"]]
     best = best.rename(columns={"impl": "fastest_sdpa", "time_ms": "sdpa_ms"})
-    fused = data[data["impl"] == "triton_flash"].groupby(keys)["time_ms"].min().rename("triton_flash_ms")
+    name = triton_path("none", metrics) or "fused"
+    fused = data[data["impl"] == name].groupby(keys)["time_ms"].min().rename(f"{name}_ms")
     table = best.join(fused, on=keys)
-    table["speedup_of_triton_flash"] = table["sdpa_ms"] / table["triton_flash_ms"]
+    table[f"speedup_of_{name}"] = table["sdpa_ms"] / table[f"{name}_ms"]
     return table.sort_values(keys).reset_index(drop=True)
 
 

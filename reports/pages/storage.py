@@ -203,15 +203,17 @@ def above_the_line(metrics: pd.DataFrame) -> str:
             )
         elif peak > 1.05 * stored:
             element = ELEMENT_BYTES[dtype]
+            softmax = row.get("softmax_dtype")  # its registration's, where wider than S
+            wide = ELEMENT_BYTES.get(softmax, 0) if isinstance(softmax, str) else 0
             lines.append(
                 f"- **{impl}** ({dtype}) sits {peak / stored:.2f}× above the line at T = {tokens:,}: "
                 f"{number(peak / MIB)} MiB against {number(stored / MIB)} MiB of S + P, "
                 f"{number(row['per_score'])} B per score instead of {2 * element}."
                 + (
-                    f" Its softmax runs in float32, so a float32 copy of S and the float32 "
-                    f"probabilities (4 B per score each) are alive beside the {dtype} S "
-                    f"({element} B): {element + 8} B per score at the peak."
-                    if impl == "torch_naive" and element < 4
+                    f" Its softmax runs in {softmax}, so a {softmax} copy of S and the {softmax} "
+                    f"probabilities ({wide} B per score each) are alive beside the {dtype} S "
+                    f"({element} B): {element + 2 * wide} B per score at the peak."
+                    if wide > element
                     else ""
                 )
             )

@@ -23,6 +23,7 @@ from reports.pages.common import (
     triton_points,
     why_nothing_ran,
 )
+from reports.pages.paths import triton_path
 
 __all__ = [
     "load",
@@ -46,11 +47,7 @@ STAGE_ORDER = ["Q load", "K load", "V load", "S store", "S load", "P store", "P 
 CASE = ["batch", "heads", "head_dim", "dtype", "causal", "block_m", "block_n"]
 
 
-PATH_STYLE = {
-    "materialized": ("tab:red", "triton_naive"),
-    "s_only": ("tab:purple", "triton_s_only"),
-    "fused": ("tab:blue", "triton_flash"),
-}
+PATH_STYLE = {"materialized": "tab:red", "s_only": "tab:purple", "fused": "tab:blue"}
 # what each section shows, for the sentence it shows instead when the study has nothing for it
 empty = sections(
     {
@@ -87,10 +84,11 @@ def headline_figure(predictions: pd.DataFrame, metrics: pd.DataFrame):
     compulsory, the points the interpreter counted on top, and T² and T guides."""
     rows, first = _model_lines(predictions)
     fig, ax = plt.subplots()
-    for path, (colour, impl) in PATH_STYLE.items():
+    for path, colour in PATH_STYLE.items():
         line = rows[rows["path"] == path]
         if line.empty:
             continue
+        impl = line["impl"].iloc[0]  # the Triton path the prediction costs this design as
         ax.plot(
             line["tokens"],
             line["issued_bytes"] / MIB,
@@ -177,7 +175,9 @@ def traffic_by_stage(stages: pd.DataFrame, column: str = "model_bytes") -> pd.Da
     return data.groupby(["impl", "tokens", *CASE, "stage"], as_index=False)["MiB"].sum()
 
 
-def stacked_traffic_figure(by_stage: pd.DataFrame, impls=("triton_naive", "triton_flash")):
+def stacked_traffic_figure(by_stage: pd.DataFrame, metrics: pd.DataFrame):
+    """Each stage's share of the materialized and the fused Triton path's bytes, per T."""
+    impls = [triton_path("SP", metrics), triton_path("none", metrics)]
     data = by_stage[by_stage["impl"].isin(impls)]
     if data.empty:
         return None
@@ -291,7 +291,7 @@ def block_case(metrics: pd.DataFrame, curves: pd.DataFrame) -> tuple[str, pd.Dat
     curve = curves[(curves[same] == largest[same]).all(axis=1)]
     curve = curve.assign(MiB=curve["bytes"] / MIB)[["block", "MiB"]].reset_index(drop=True)
     flash = metrics[
-        (metrics["impl"] == "triton_flash")
+        (metrics["impl"] == triton_path("none", metrics))
         & (metrics[same] == largest[same]).all(axis=1)
         & (metrics["block_m"] == metrics["block_n"])
         & (metrics["batch"] * metrics["heads"] == 1)

@@ -12,6 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from reports.pages.common import MIB, load, names, number, ok, sections, show, status_counts
+from reports.pages.paths import triton_path
 
 __all__ = [
     "load",
@@ -39,7 +40,6 @@ __all__ = [
 
 GIB = 1 << 30
 MATRIX_TENSORS = ("P", "DP", "DS", "S")  # the T×T tensors a backward moves
-STORED, RECOMPUTED = "triton_naive", "triton_flash"
 CASE_WORDS = {
     "cold": "every byte from DRAM",
     "warm_low": "the caches serving all of the hand-off that fits",
@@ -263,13 +263,15 @@ def products_finding(backward: pd.DataFrame) -> str:
     parts = [
         f"{impl} {number(r['executed / convention'])}× ({number(r['executed / forward'])}× its forward)"
         for impl, r in longest.iterrows()
-        if impl in (STORED, RECOMPUTED, "triton_s_only", "torch_naive")
     ]
-    return (
+    text = (
         "FLOPs as executed against the convention (2.5 times the forward's) at T = "
-        f"{int(longest['T'].iloc[0]):,}: " + "; ".join(parts) + ". What recomputation costs is the "
-        f"difference between {RECOMPUTED}'s and {STORED}'s."
+        f"{int(longest['T'].iloc[0]):,}: " + "; ".join(parts) + "."
     )
+    stored, recomputed = triton_path("SP", backward), triton_path("none", backward)
+    if stored in longest.index and recomputed in longest.index:
+        text += f" What recomputation costs is the difference between {recomputed}'s and {stored}'s."
+    return text
 
 
 # --- time ----------------------------------------------------------------------------------------
@@ -411,10 +413,9 @@ def crossing_finding(crossing: pd.DataFrame) -> str:
             "recomputing it)"
         )
     return (
-        f"Where {RECOMPUTED}'s backward (P recomputed, no T×T tensor in memory) is never slower than "
-        f"{STORED}'s (P kept, dP and dS through memory), on the roofline with every byte from DRAM: "
-        + "; ".join(parts)
-        + "."
+        "Where the fused Triton backward (P recomputed, no T×T tensor in memory) is never slower than "
+        "the materialized one (P kept, dP and dS through memory), on the roofline with every byte "
+        "from DRAM: " + "; ".join(parts) + "."
     )
 
 
@@ -446,13 +447,14 @@ def finding(
     if training is None or training.empty or backward is None or backward.empty:
         return None
     per = training.drop_duplicates("impl").set_index("impl")
-    if STORED not in per.index or RECOMPUTED not in per.index:
+    stored, recomputed = triton_path("SP", backward), triton_path("none", backward)
+    if stored not in per.index or recomputed not in per.index:
         return None
     first = training.iloc[0]
     text = (
         f"Training at T = {int(first['tokens']):,}, {int(first['heads'])} heads, {int(first['layers'])} "
-        f"layers, {first['dtype']}: storing P keeps {number(per.loc[STORED, 'kept_model_bytes'] / GIB)} GiB "
-        f"for the backward, recomputing it {number(per.loc[RECOMPUTED, 'kept_model_bytes'] / GIB)} GiB"
+        f"layers, {first['dtype']}: storing P keeps {number(per.loc[stored, 'kept_model_bytes'] / GIB)} GiB "
+        f"for the backward, recomputing it {number(per.loc[recomputed, 'kept_model_bytes'] / GIB)} GiB"
     )
     if crossing is not None and not crossing.empty:
         cold = _crossings(crossing[crossing["case"] == "cold"])

@@ -26,4 +26,6 @@ implementation("sdpa", stores="none", options=("backend",), default=True)(_chose
 for _name, _backend in SDPA_IMPLEMENTATIONS.items():
     if _backend is not None:
         # sdpa_math is PyTorch's composite of a product, a softmax and a product: it stores S and P
-        implementation(_name, stores="SP" if _backend == "math" else "none")(_forcing(_backend))
+        # a CPU has neither the efficient (memory-efficient) nor the cuDNN backend
+        cpu = _backend not in ("efficient", "cudnn")
+        implementation(_name, stores="SP" if _backend == "math" else "none", cpu=cpu)(_forcing(_backend))

@@ -6,6 +6,9 @@ from kernels.catalog import implementation
 @implementation(
     "torch_naive",
     stores="SP",
+    raw_s=True,
+    softmax_dtype="float32",
+    working_model="kernels.paths.torch_naive.model:working_bytes",
     stages="kernels.paths.torch_naive.forward:torch_naive_stages",
     stage_model="kernels.paths.torch_naive.model:stage_costs",
     default=True,

@@ -24,6 +24,13 @@ from kernels.study.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_ST
 from kernels.study.point import Point
 from kernels.study.stage_type import StageCost
 
+
+def working_bytes(point: Point) -> int:
+    """Beyond S and P at the peak: the softmax's float32 result before its cast back (none
+    for float32 input, whose result is P)."""
+    return 0 if point.e == 4 else point.groups * point.tokens * point.tokens * 4
+
+
 STAGES = ("scores", "scale", "mask", "softmax", "pv")
 DOES = {
     "scores": "S = Q·Kᵀ",

@@ -1,16 +1,18 @@
 """Fused attention with the online softmax: no S or P in global memory."""
 
 from kernels.catalog import implementation
+from kernels.spec import TRITON_TWIN
 
 
 @implementation(
     "triton_flash",
     stores="none",
     triton=True,
-    twin="triton_naive",
+    twin=TRITON_TWIN,
     options=("num_warps", "num_stages"),
     traffic_model="kernels.paths.triton_flash.model:as_issued_fused",
     launches="kernels.paths.triton_flash.forward:planned_launches",
+    launch_candidates="kernels.paths.triton_flash.model:launch_candidates",
     takes_out=True,
     default=True,
     backward="kernels.paths.triton_flash.backward",

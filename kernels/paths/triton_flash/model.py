@@ -5,6 +5,7 @@ the backward (q, k, v, O and each row's log-sum-exp: FlashAttention's). Pure Pyt
 
 from __future__ import annotations
 
+from kernels.spec import FUSED_LAUNCH_CANDIDATES
 from kernels.study.backward_cost import FLOAT32_BYTES, kept_inputs
 from kernels.study.cost import walk_of
 from kernels.study.point import Point
@@ -24,3 +25,9 @@ def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
 def kept(point: Point) -> dict[str, int]:
     G, T = point.groups, point.tokens
     return kept_inputs(point) | {"O": G * T * point.head_dim * point.e, "LSE": G * T * FLOAT32_BYTES}
+
+
+def launch_candidates(point: Point) -> tuple[tuple[int, int], ...]:
+    """The (num_warps, num_stages) the build compiles for the point's head dim and a GPU
+    point is timed with (kernels.spec.FUSED_LAUNCH_CANDIDATES)."""
+    return FUSED_LAUNCH_CANDIDATES[point.head_dim]

@@ -1,13 +1,14 @@
 """Attention that stores S but never P, in three Triton launches: scores → stats → S·V."""
 
 from kernels.catalog import implementation
+from kernels.spec import TRITON_TWIN
 
 
 @implementation(
     "triton_s_only",
     stores="S",
     triton=True,
-    twin="triton_naive",
+    twin=TRITON_TWIN,
     traffic_model="kernels.paths.triton_s_only.model:as_issued_s_only",
     launches="kernels.paths.triton_s_only.forward:planned_launches",
     stages="kernels.paths.triton_s_only.forward:triton_s_only_stages",

@@ -1,13 +1,14 @@
 """The fused loop with a softmax local to each tile: wrong wherever a row spans two tiles."""
 
 from kernels.catalog import implementation
+from kernels.spec import TRITON_TWIN
 
 
 @implementation(
     "triton_tile_softmax",
     stores="none",
     triton=True,
-    twin="triton_naive",
+    twin=TRITON_TWIN,
     traffic_model="kernels.paths.triton_flash.model:as_issued_fused",  # the fused loop's traffic
     launches="kernels.paths.triton_tile_softmax.forward:planned_launches",
     takes_out=True,
