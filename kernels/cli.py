@@ -20,6 +20,17 @@ from pathlib import Path
 
 from kernels import catalog
 from kernels.measure.timing import CPU_MAX_SECONDS
+from kernels.planning.point import (
+    Point,
+    add_cli_arguments,
+    batch_int,
+    heads_int,
+    impl_name,
+    launch_pair,
+    positive_int,
+    seed_int,
+    tokens_int,
+)
 from kernels.spec import (
     BLOCK_SIZES,
     CALL_BUDGET_SECONDS,
@@ -38,17 +49,6 @@ from kernels.spec import (
     MAX_TOKENS,
     REFERENCE,
     STAGE_MIN_SECONDS,
-)
-from kernels.study.point import (
-    Point,
-    add_cli_arguments,
-    batch_int,
-    heads_int,
-    impl_name,
-    launch_pair,
-    positive_int,
-    seed_int,
-    tokens_int,
 )
 
 DEVICE_HELP = "auto: cuda when torch sees a GPU, else cpu (Triton through its interpreter)"
@@ -140,7 +140,7 @@ def resolve_device(name: str) -> str:
     """``auto`` means cuda when torch sees a GPU. An explicit cuda is kept as asked, also
     without a GPU: each command then writes its outputs saying why nothing ran
     (``device_absent``), never falling back to the CPU."""
-    from kernels.study import device
+    from kernels.planning import device
 
     return device.resolve(name)
 
@@ -411,7 +411,7 @@ def time_limit_reason(args: argparse.Namespace) -> str:
 
 
 def product_shape(text: str) -> dict:
-    from kernels.study.sweep import parse_product_shape
+    from kernels.planning.sweep import parse_product_shape
 
     try:
         return parse_product_shape(text)
@@ -428,7 +428,7 @@ def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
         default=[],
         metavar="DTYPE:D:SHORTEST:LONGEST",
         help="the products to time in the stages' shapes, for the expected times (the workflow "
-        "passes the sweep's: kernels.study.sweep.product_shapes); none: no operation rates",
+        "passes the sweep's: kernels.planning.sweep.product_shapes); none: no operation rates",
     )
     cmd.add_argument("--threads", type=positive_int, help="torch's thread count (default: torch's own)")
     add_timing_arguments(cmd)
@@ -504,7 +504,7 @@ def add_preflight_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
-    from kernels.study.gpus import GPUS
+    from kernels.planning.gpus import GPUS
 
     cmd.add_argument("--batch", type=batch_int, default=1, help="B")
     cmd.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
@@ -522,7 +522,7 @@ def add_predict_arguments(cmd: argparse.ArgumentParser) -> None:
         "--stages",
         action="store_true",
         help="predict each stage of one materialized path instead: the time of each cache level, "
-        "DRAM, the products and the exponentials, warm (a band) and cold (kernels.study.hierarchy)",
+        "DRAM, the products and the exponentials, warm (a band) and cold (kernels.models.hierarchy)",
     )
     cmd.add_argument(
         "--impl",
@@ -747,7 +747,7 @@ def points_named(names: list[str]) -> list[Point]:
 
 
 def local_target() -> str:
-    from kernels.study.device import local_target as target_of_this_gpu
+    from kernels.planning.device import local_target as target_of_this_gpu
 
     target = target_of_this_gpu()
     if target is None:
@@ -819,7 +819,7 @@ def run_validate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(validate.format_table([result]).splitlines()[1], flush=True)
 
-    from kernels.study.cases import unfit_cases
+    from kernels.planning.cases import unfit_cases
 
     found = load_json(args.preflight, "--preflight")
     unfit = unfit_cases(found) if found else {}
@@ -860,7 +860,7 @@ def registered_impls(asked: list[str] | None) -> list[str]:
 
 def backward_shapes_of(args: argparse.Namespace, shapes, device: str) -> tuple:
     """--backward's shapes: --tokens' (with --gradient), or the device's backward cases."""
-    from kernels.study.cases import shapes_for
+    from kernels.planning.cases import shapes_for
 
     if not args.backward:
         return ()
@@ -902,7 +902,7 @@ def refuse_validation_too_large(args: argparse.Namespace, shapes, device: str) -
     anything is allocated, naming the flags."""
     from kernels.measure.gates import GIB, MEMORY_FRACTION, figure
     from kernels.measure.memory import available_bytes
-    from kernels.study.cost import predicted_bytes
+    from kernels.models.cost import predicted_bytes
 
     triton = [name for name in args.impl if catalog.get(name).triton]
     have = available_bytes(device)
@@ -982,9 +982,9 @@ def run_tile_errors(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from kernels.study import hierarchy, predict, stage_predictions
-    from kernels.study.gpus import GPUS
-    from kernels.study.stage_cost import staged
+    from kernels.models import hierarchy, predict, stage_predictions
+    from kernels.models.stage_cost import staged
+    from kernels.planning.gpus import GPUS
 
     if not args.stages and (args.impl or args.ceilings):
         raise SystemExit("predict: --impl and --ceilings go with --stages")

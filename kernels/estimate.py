@@ -1,5 +1,5 @@
 """The study's estimated duration on this machine, before it starts (rule budget,
-results/budget.json; the costing itself is kernels.study.budget). First the machine is
+results/budget.json; the costing itself is kernels.models.budget). First the machine is
 measured with a throw-away Snakemake workflow in a temporary folder (``calibrate``): its
 jobs are the kinds the study's jobs are, each timed by Snakemake itself; then the plan's
 kernel variants and interpreted launches are counted (``planned_launches``, the one place
@@ -19,9 +19,9 @@ from kernels.impl import mode
 
 mode.set_interpret(False)  # variants are specialized as the compiler sees them, never run here
 
-from kernels.study import budget  # noqa: E402
-from kernels.study.gpus import GPUS  # noqa: E402
-from kernels.study.point import Point, parse_blocks  # noqa: E402
+from kernels.models import budget  # noqa: E402
+from kernels.planning.gpus import GPUS  # noqa: E402
+from kernels.planning.point import Point, parse_blocks  # noqa: E402
 
 SHELL = "import torch, triton, kernels.cli; torch.cuda.is_available() and torch.cuda.init()"
 SCRIPT = """import pandas
@@ -36,7 +36,7 @@ from kernels.io.atomic import write_csv_atomic
 from kernels.io.script_log import logged_to
 from kernels.io.tables import write_tables
 from kernels.measure import provenance
-from kernels.study import model_tables
+from kernels.models import model_tables
 with logged_to(snakemake.log[0]):
     records = [json.load(open(path)) for path in snakemake.input]
     write_tables(records, "results/metrics.parquet", "results/metrics.csv", "results/stages.csv",
@@ -132,7 +132,7 @@ def planned_launches(params, device: str) -> list[dict]:
     from kernels.build import compile as build
     from kernels.build.variants import candidate_launches, case_launches, point_launches
     from kernels.measure import tile_errors
-    from kernels.study.cases import Shape, cases, shapes_for
+    from kernels.planning.cases import Shape, cases, shapes_for
 
     naming = build.gpu_target("sm_90")
 
@@ -228,7 +228,7 @@ def works(params, device: str, on_gpu: bool) -> dict:
     """The plan's jobs as budget.Work: compiles (distinct variants, per target) and interpreted
     launches per job, validation cases."""
     from kernels.measure import tile_errors
-    from kernels.study.cases import shapes_for
+    from kernels.planning.cases import shapes_for
 
     found = planned_launches(params, device)
     preflight_json = Path(params.preflight_json)
@@ -440,8 +440,8 @@ def interpreter_of(found: dict) -> budget.Interpreter:
 
 def machine_of(params, plan_device: str, gpu, calibration: dict, device: str, ceilings) -> budget.Machine:
     from kernels.measure import timing
+    from kernels.planning.cases import shapes_for
     from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS
-    from kernels.study.cases import shapes_for
 
     seconds, outputs = calibration["seconds"], calibration["outputs"]
     chosen = params.timing  # config timing: the measure jobs' windows on a CPU
@@ -505,7 +505,7 @@ def local_gpu() -> tuple[str, str | None, bool]:
     without a GPU, the H200 and sm_90 the GPU study is sized for (a rehearsal)."""
     import torch
 
-    from kernels.study.device import local_target
+    from kernels.planning.device import local_target
 
     if not torch.cuda.is_available():
         return "H200", "sm_90", False

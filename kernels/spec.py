@@ -125,7 +125,7 @@ SLOW_MACHINE: dict[str, float] = {"copy_gbps": 1.0, "matmul_tflops": 1e-3}
 QUICK_CEILINGS_MARGIN = 10.0
 
 # The ceilings' sampling of a rate (kernels.measure.warm_rate.warm_times, which the copies and
-# the operations' rates use; kernels.study.budget counts them): blocks of calls for at least
+# the operations' rates use; kernels.models.budget counts them): blocks of calls for at least
 # RATE_MIN_SECONDS and RATE_MIN_SAMPLES blocks, at most RATE_MAX_SECONDS; a rate timed one call
 # at a time (flushed or handed, kernels.measure.op_rates) takes RATE_SINGLE_CALLS calls.
 RATE_MIN_SECONDS = 0.15

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from kernels.measure.contention import watched
-from kernels.study import budget
+from kernels.models import budget
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ["--configfile", "config/config.yaml", "config/presets/ci.yaml"]

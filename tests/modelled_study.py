@@ -24,11 +24,11 @@ from kernels.io.tables import write_tables
 from kernels.measure import gates
 from kernels.measure.ceilings import unavailable
 from kernels.measure.run import base_record
+from kernels.models import backward_predictions, model_tables, prediction_tables, stage_predictions
+from kernels.models.stages import stage_costs
+from kernels.planning.point import Point
+from kernels.planning.sweep import points, resolved
 from kernels.spec import DEFAULT_INTERPRETER_LIMIT
-from kernels.study import backward_predictions, model_tables, prediction_tables, stage_predictions
-from kernels.study.point import Point
-from kernels.study.stages import stage_costs
-from kernels.study.sweep import points, resolved
 
 ROOT = Path(__file__).resolve().parents[1]
 MATMUL_FLOPS = 50e9

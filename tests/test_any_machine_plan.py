@@ -13,8 +13,8 @@ from modelled_study import planned_sweep
 from test_cache_topology import arm, epyc, hybrid, xeon
 from workflow_run import ROOT, env, snakemake
 
-from kernels.study import cpu_caches as topology
-from kernels.study.sweep import tokens_across_cache
+from kernels.planning import cpu_caches as topology
+from kernels.planning.sweep import tokens_across_cache
 
 M = 1 << 20
 DEFAULT = str(ROOT / "config" / "config.yaml")

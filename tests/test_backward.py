@@ -1,7 +1,7 @@
 """Gradients through kernels.attention for every implementation: PyTorch's autograd for the
 torch paths, each Triton path's own backward behind one autograd Function; a path that
 cannot give one is refused naming why; what each keeps for its backward, measured with
-saved-tensor hooks, equals the model's count (kernels.study.backward_cost)."""
+saved-tensor hooks, equals the model's count (kernels.models.backward_cost)."""
 
 import json
 import subprocess
@@ -17,10 +17,10 @@ import kernels
 from kernels import catalog
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.traffic import count_traffic
+from kernels.models.backward_cost import by_tensor, compulsory_backward, convention_flops_backward, kept_bytes
 from kernels.paths.triton_flash.backward_model import flops_flash_backward
 from kernels.paths.triton_naive.backward_model import flops_naive_backward
-from kernels.study.backward_cost import by_tensor, compulsory_backward, convention_flops_backward, kept_bytes
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 TRITON_PATHS = ("triton_naive", "triton_s_only", "triton_flash")
 TORCH_PATHS = ("torch_naive", "sdpa", "sdpa_math")

@@ -9,11 +9,11 @@ import torch
 from backward_helpers import case, check_gradients
 
 from kernels.measure.traffic import count_traffic
+from kernels.models.cost import cdiv
 from kernels.paths.triton_flash import backward as flash_backward
 from kernels.paths.triton_flash.backward_model import as_issued_flash_backward, flops_flash_backward
 from kernels.paths.triton_flash.forward import triton_flash
-from kernels.study.cost import cdiv
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 

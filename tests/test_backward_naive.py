@@ -11,7 +11,7 @@ from backward_helpers import case, check_gradients
 from kernels.measure.traffic import count_traffic
 from kernels.paths.triton_naive import backward as naive_backward
 from kernels.paths.triton_naive.backward_model import KERNELS, as_issued_naive_backward, flops_naive_backward
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 F16_HALF_ULP = 2.0**-11  # float16's relative rounding error (round to nearest)
 F16_SUBNORMAL_HALF_STEP = 2.0**-25

@@ -20,7 +20,7 @@ from kernels.paths.triton_s_only.backward import (
 )
 from kernels.paths.triton_s_only.backward_model import as_issued_s_only_backward, flops_s_only_backward
 from kernels.paths.triton_s_only.forward import triton_s_only
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 LAUNCHES = ["delta", "dkdv", "dq"]
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16

@@ -16,11 +16,11 @@ from kernels.io.records import validate_record
 from kernels.io.tables import write_tables
 from kernels.measure.run import measure
 from kernels.measure.timing import Windows, windows
-from kernels.study import backward_predictions as bp
-from kernels.study.backward_cost import kept_bytes
-from kernels.study.gpus import GPUS
-from kernels.study.point import Point
-from kernels.study.stage_predictions import machines
+from kernels.models import backward_predictions as bp
+from kernels.models.backward_cost import kept_bytes
+from kernels.models.stage_predictions import machines
+from kernels.planning.gpus import GPUS
+from kernels.planning.point import Point
 from reports.pages import training
 from reports.pages.common import number
 

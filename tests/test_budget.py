@@ -1,4 +1,4 @@
-"""The study's estimated duration (kernels.study.budget, rule budget): each job costed from
+"""The study's estimated duration (kernels.models.budget, rule budget): each job costed from
 figures measured on the machine, compiles counted per kernel variant the plan builds, the
 jobs scheduled as the workflow runs them; the ci study's estimate held against its real
 duration, and the shipped GPU study within its limit under slow start-ups and compiles."""
@@ -12,12 +12,12 @@ import pytest
 import yaml
 from workflow_run import ROOT, env
 
+from kernels.models import budget
+from kernels.planning.device import largest_cache_bytes
+from kernels.planning.gpus import GPUS
+from kernels.planning.point import Point
+from kernels.planning.sweep import build_jobs, groups, points, resolved
 from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS, FUSED_LAUNCH_CANDIDATES
-from kernels.study import budget
-from kernels.study.device import largest_cache_bytes
-from kernels.study.gpus import GPUS
-from kernels.study.point import Point
-from kernels.study.sweep import build_jobs, groups, points, resolved
 
 H200 = GPUS["H200"]
 WINDOWS = budget.Windows(0.2, 3.0, 10, CUDA_WARMUP_MS / 1e3, CUDA_REP_MS / 1e3)

@@ -14,7 +14,7 @@ import torch
 
 from kernels.build import targets
 from kernels.build.sass import instruction_mix, width_bits
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 TRITON = Path(importlib.util.find_spec("triton").origin).parent
 CUOBJDUMP = TRITON / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -157,8 +157,8 @@ def test_every_launch_candidate_of_the_fused_kernel_is_built_for_every_target(bu
 def test_a_gpu_run_times_the_candidates_that_build_without_spilling(built):
     import copy
 
+    from kernels.planning.launch import launch_candidates
     from kernels.spec import FUSED_LAUNCH_CANDIDATES
-    from kernels.study.launch import launch_candidates
 
     result, _ = built
     assert launch_candidates(FUSED, [result], "sm_90") == list(FUSED_LAUNCH_CANDIDATES[64])
@@ -196,7 +196,7 @@ def test_a_candidate_that_builds_stands_in_for_a_default_launch_that_does_not(bu
     candidate builds without spilling: a GPU run times it with the candidates."""
     import copy
 
-    from kernels.study.launch import build_failure
+    from kernels.planning.launch import build_failure
 
     result, _ = built
     broken = copy.deepcopy(result)

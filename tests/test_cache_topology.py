@@ -7,8 +7,8 @@ planner's cache size follow the same instances."""
 import pytest
 
 from kernels.measure import caches, ceilings
-from kernels.study import cpu_caches as topology
-from kernels.study.device import largest_cache_bytes
+from kernels.planning import cpu_caches as topology
+from kernels.planning.device import largest_cache_bytes
 
 K, M = 1 << 10, 1 << 20
 

@@ -14,7 +14,7 @@ from workflow_run import env
 
 from kernels.io.records import DamagedRecordError, read_leaf
 from kernels.measure import caches, ceilings, provenance
-from kernels.study import cpu_caches as cpu_topology
+from kernels.planning import cpu_caches as cpu_topology
 
 K, M = 1 << 10, 1 << 20
 

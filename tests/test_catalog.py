@@ -173,9 +173,9 @@ result = {
 
 GOOD_CHILD = f"""
 from kernels.impl.reference import reference_float64
-from kernels.study.cost import summarize
-from kernels.study.point import Point
-from kernels.study.sweep import registered_only
+from kernels.models.cost import summarize
+from kernels.planning.point import Point
+from kernels.planning.sweep import registered_only
 
 torch.manual_seed({SEED})
 q, k, v = (torch.randn(2, 3, 37, 16) for _ in range(3))
@@ -214,8 +214,8 @@ print("RESULT " + json.dumps(result))
 """
 
 BAD_CHILD = """
-from kernels.study.point import Point
-from kernels.study.sweep import registered_only
+from kernels.planning.point import Point
+from kernels.planning.sweep import registered_only
 
 result["unknown_point"] = caught(lambda: Point("catalog_nosuch", 1, 1, 64, 16, "float32", False))
 result["grids"] = registered_only(

@@ -132,7 +132,7 @@ def test_bad_switch_value():
 def test_launch_pair_names_what_is_wrong():
     import argparse
 
-    from kernels.study.point import launch_pair
+    from kernels.planning.point import launch_pair
 
     assert launch_pair("8,2") == (8, 2)
     for bad, message in (("8", "give num_warps,num_stages"), ("8,0", "0 must be at least 1"), ("a,2", "'a'")):

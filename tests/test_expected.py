@@ -1,4 +1,4 @@
-"""The expected time of a stage from the operations' rates (kernels.study.expected), the rates
+"""The expected time of a stage from the operations' rates (kernels.models.expected), the rates
 themselves (kernels.measure.op_rates: real torch calls, on machines with other caches), and
 the time gate and the stage predictions using them."""
 
@@ -11,11 +11,11 @@ import pytest
 
 from kernels.cli import read_ceilings
 from kernels.measure import gates, op_rates
-from kernels.study import expected, stage_predictions
-from kernels.study.hierarchy import from_ceilings
-from kernels.study.point import Point
-from kernels.study.stages import stage_costs
-from kernels.study.sweep import parse_product_shape, product_shapes
+from kernels.models import expected, stage_predictions
+from kernels.models.hierarchy import from_ceilings
+from kernels.models.stages import stage_costs
+from kernels.planning.point import Point
+from kernels.planning.sweep import parse_product_shape, product_shapes
 
 MIB = 1 << 20
 rng = random.Random(33)
@@ -237,7 +237,7 @@ def one_mib_machine(root: Path) -> Path:
     """An OS cache tree (ATTNIO_SYSFS_CPU) whose CPUs share one 1 MiB cache and have no other:
     the ceilings copy through one level and DRAM, and a float32 stage at T = 256 (768 KiB)
     outgrows the half of it a pass is timed inside, so passes are timed past it too."""
-    from kernels.study.cpu_caches import affinity
+    from kernels.planning.cpu_caches import affinity
 
     cpus = affinity() or [0, 1]
     for cpu in cpus:

@@ -14,8 +14,8 @@ import pytest
 import torch
 from workflow_run import env
 
-from kernels.study import gpu_checks
-from kernels.study.point import Point
+from kernels.planning import gpu_checks
+from kernels.planning.point import Point
 
 pytestmark = [
     pytest.mark.gpu,
@@ -46,7 +46,7 @@ def measured(tmp_path, point: Point, *extra: str) -> dict:
 
 # The GPU study's validate jobs already validate every implementation of its sweep in bfloat16
 # (config/presets/gpu_study.yaml: the fused and materialized kernels at 128x64 blocks) over
-# the same shapes up to T = 16,384. Here, at the blocks kernels.study.gpu_checks names (those
+# the same shapes up to T = 16,384. Here, at the blocks kernels.planning.gpu_checks names (those
 # the preflight compiles), the other dtypes, and the tile-local kernel, which the study does
 # not run, in every dtype.
 STUDY_DTYPES = ("bfloat16",)
@@ -114,7 +114,7 @@ def test_the_materialized_stages_are_timed_warm_and_cold(impl, tmp_path):
     """Each stage in chain order with positive warm and cold medians (CUDA events, L2 zeroed
     before each cold one), summing to about the call's own time: a sanity check, not a speed
     claim."""
-    from kernels.study.stages import stage_names
+    from kernels.models.stages import stage_names
 
     point = Point(impl, 1, 8, 4096, 128, "bfloat16", True, *((128, 64) if impl == "triton_naive" else ()))
     record = measured(tmp_path, point, "--no-ncu")

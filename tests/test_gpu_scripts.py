@@ -16,7 +16,7 @@ import pytest
 from test_headline import H200_CEILINGS
 from workflow_run import ROOT, checkout_copy, env, snakemake
 
-from kernels.study.point import Point
+from kernels.planning.point import Point
 from reports import headline
 
 

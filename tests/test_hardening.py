@@ -72,7 +72,7 @@ def test_an_output_that_names_a_folder_is_refused_before_any_work(tmp_path, comm
 @pytest.fixture(scope="module")
 def record_text() -> str:
     from kernels.measure.run import measure
-    from kernels.study.point import Point
+    from kernels.planning.point import Point
 
     return json.dumps(measure(Point("sdpa", 1, 1, 32, 16, "float32", True), "cpu"), indent=1)
 

@@ -8,12 +8,12 @@ import sys
 import pytest
 
 from kernels.cli import main
-from kernels.study import stage_predictions
-from kernels.study.gpus import GPUS
-from kernels.study.hierarchy import Machine, from_ceilings, from_gpu, stage_time
-from kernels.study.point import Point
-from kernels.study.stage_type import StageCost
-from kernels.study.stages import stage_costs
+from kernels.models import stage_predictions
+from kernels.models.hierarchy import Machine, from_ceilings, from_gpu, stage_time
+from kernels.models.stage_type import StageCost
+from kernels.models.stages import stage_costs
+from kernels.planning.gpus import GPUS
+from kernels.planning.point import Point
 
 MIB = 1 << 20
 # A made-up machine in round numbers: a 1,000 B cache at 1,000 B/s, a 10,000 B one at

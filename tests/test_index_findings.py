@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from modelled_study import planned_sweep
 
-from kernels.study.gpus import GPUS
-from kernels.study.prediction_tables import prediction_rows
-from kernels.study.sweep import resolved
+from kernels.models.prediction_tables import prediction_rows
+from kernels.planning.gpus import GPUS
+from kernels.planning.sweep import resolved
 from reports.pages import index
 
 

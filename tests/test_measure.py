@@ -11,7 +11,7 @@ import pytest
 from kernels.io.records import validate_record, write_record
 from kernels.measure.run import measure
 from kernels.measure.timing import Windows, windows
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 QUICK = Windows(cpu_seconds=0.3, stage_seconds=0.1)  # config/presets/ci.yaml's timing
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from kernels.study.cost import flops, matrix_bytes, summarize, transfers
-from kernels.study.point import Point
+from kernels.models.cost import flops, matrix_bytes, summarize, transfers
+from kernels.planning.point import Point
 
 MIB = 1_048_576
 

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 from workflow_run import env
 
-from kernels.study.cost import transfers
-from kernels.study.gpus import GPUS
-from kernels.study.point import Point
-from kernels.study.predict import compare, dram_bytes, predict
+from kernels.models.cost import transfers
+from kernels.models.predict import compare, dram_bytes, predict
+from kernels.planning.gpus import GPUS
+from kernels.planning.point import Point
 
 MIB = 1 << 20
 H200 = GPUS["H200"]
@@ -147,7 +147,7 @@ def test_predict_command_refuses_bad_input_by_name():
 
 
 def test_a_path_that_does_not_build_for_a_target_gets_no_prediction_there():
-    from kernels.study.prediction_tables import prediction_rows
+    from kernels.models.prediction_tables import prediction_rows
 
     sweep = {
         "impls": ["triton_flash"],
@@ -187,7 +187,7 @@ def test_measured_gpu_times_are_held_against_their_predictions():
     """A GPU run's records meet the prediction of the same point on the GPU the run names."""
     import pandas as pd
 
-    from kernels.study.prediction_tables import prediction_rows
+    from kernels.models.prediction_tables import prediction_rows
     from reports.pages.predicted import measured
 
     sweep = {
@@ -247,7 +247,7 @@ def test_causal_skipped_tiles_never_make_dram_bytes_negative(impl):
 @pytest.mark.parametrize("impl", ["triton_naive", "triton_s_only", "triton_flash"])
 def test_a_prediction_carries_the_models_compulsory_and_issued_bytes(impl):
     """What the traffic headline draws comes from the predictions as the cost model gives it."""
-    from kernels.study.cost import summarize
+    from kernels.models.cost import summarize
 
     point = Point(impl, 2, 3, 1000, 64, "float16", True, 64, 64)
     found, model = predict(point, GPUS["H200"]), summarize(point)

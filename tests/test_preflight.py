@@ -14,11 +14,11 @@ from workflow_run import ROOT, env, snakemake
 
 from kernels.build.compile import PTXAS_LOG
 from kernels.build.targets import TARGETS
+from kernels.planning.cases import CUDA_SHAPES
+from kernels.planning.device import largest_cache_bytes
+from kernels.planning.point import Point
+from kernels.planning.sweep import points
 from kernels.spec import DEFAULT_BLOCK, FUSED_LAUNCH_CANDIDATES, HEAD_DIMS
-from kernels.study.cases import CUDA_SHAPES
-from kernels.study.device import largest_cache_bytes
-from kernels.study.point import Point
-from kernels.study.sweep import points
 
 CONFIG = ROOT / "config"
 # a hang guard: with Triton's cache empty the GPU study's preflight compiles 275 variants, about
@@ -31,7 +31,7 @@ import json, sys
 from kernels.impl.mode import set_interpret
 set_interpret(False)
 from kernels.build import preflight
-from kernels.study.point import Point
+from kernels.planning.point import Point
 out, targets, *names = sys.argv[1:]
 plan = [p for p in preflight.point_plan([Point.from_name(n) for n in names]) if p.use == "measure"]
 open(out, "w").write(json.dumps(preflight.preflight(plan, targets.split(","), jobs=2)))

@@ -19,8 +19,8 @@ import json, torch, kernels
 from kernels.catalog import get
 from kernels.impl.inputs import make_qkv
 from kernels.measure.traffic import count_traffic
-from kernels.study.cost import summarize
-from kernels.study.point import Point
+from kernels.models.cost import summarize
+from kernels.planning.point import Point
 found = []
 for T, causal, (bm, bn) in ((33, True, (16, 32)), (100, False, (32, 16))):
     q, k, v = make_qkv(2, 1, T, 16, torch.float16, "cpu", T)

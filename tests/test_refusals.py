@@ -13,8 +13,8 @@ import pytest
 from workflow_run import ROOT, snakemake
 
 from kernels.cli import build_parser
+from kernels.planning.point import Point
 from kernels.spec import MAX_TOKENS
-from kernels.study.point import Point
 
 POINT = ["--impl", "sdpa", "--tokens", "16", "--head-dim", "16", "--dtype", "float32"]
 
@@ -124,7 +124,7 @@ def test_every_command_bounds_the_shape(argv, said, capsys):
 
 def test_validation_too_large_for_memory_is_refused_before_it_allocates():
     from kernels.cli import refuse_validation_too_large
-    from kernels.study.cases import Shape
+    from kernels.planning.cases import Shape
 
     def refusal(impl: str, tokens: int) -> str:
         args = build_parser().parse_args(["validate", "--impl", impl, "--tokens", str(tokens)])

@@ -80,7 +80,7 @@ def write_study(
     provenance, ceilings, no build."""
     from kernels.measure.run import measure
     from kernels.measure.timing import Windows, windows
-    from kernels.study.sweep import points
+    from kernels.planning.sweep import points
 
     measured = {} if measured is None else measured
     records = []

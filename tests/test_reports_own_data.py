@@ -14,7 +14,7 @@ from workflow_run import ROOT, env
 from kernels.io.tables import tables
 from kernels.measure.run import measure
 from kernels.measure.timing import Windows, windows
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 MIB = 1 << 20
 SHAPE = {"batch": 1, "heads": 1, "tokens": 80, "head_dim": 32, "dtype": "bfloat16", "causal": False}
@@ -73,7 +73,7 @@ def test_index_findings_and_every_point_follow_the_records(metrics):
 
 def test_storage_page_says_what_the_records_measured(metrics, tmp_path):
     from kernels.io.atomic import write_csv_atomic
-    from kernels.study.model_tables import matrix_sizes
+    from kernels.models.model_tables import matrix_sizes
 
     metrics.to_parquet(tmp_path / "metrics.parquet", index=False)
     write_csv_atomic(tmp_path / "sizes.csv", matrix_sizes())
@@ -134,8 +134,8 @@ def test_each_figure_draws_the_numbers_of_its_table(metrics):
     the failed one is nowhere, and the image's alternative text gives the plotted ranges."""
     import matplotlib.pyplot as plt
 
-    from kernels.study.gpus import GPUS
-    from kernels.study.prediction_tables import prediction_rows
+    from kernels.models.prediction_tables import prediction_rows
+    from kernels.planning.gpus import GPUS
     from reports.pages import performance, storage, traffic
     from reports.pages.figure_text import alt_text
 

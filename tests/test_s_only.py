@@ -12,7 +12,7 @@ from kernels.measure.traffic import count_traffic
 from kernels.paths.torch_naive.forward import torch_naive
 from kernels.paths.triton_s_only.forward import TRITON_S_ONLY_STAGES, triton_s_only, triton_s_only_stages
 from kernels.paths.triton_s_only.model import as_issued_s_only
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 LAUNCHES = ["scores", "stats", "pv"]
 

@@ -2,7 +2,7 @@
 
 import math
 
-from kernels.study.softmax_example import figure4, softmax, tile_local_softmax
+from kernels.models.softmax_example import figure4, softmax, tile_local_softmax
 
 
 def test_figure4_probabilities():

@@ -16,12 +16,12 @@ from kernels.io.tables import REST, timed_stage_table
 from kernels.measure.run import measure
 from kernels.measure.stages import time_stages
 from kernels.measure.timing import Windows, windows
+from kernels.models.cost import flops, matrix_bytes
+from kernels.models.stages import stage_costs, stage_names
 from kernels.paths.torch_naive.forward import torch_naive, torch_naive_stages
 from kernels.paths.torch_naive.model import STAGES as TORCH_STAGES
-from kernels.study import sweep
-from kernels.study.cost import flops, matrix_bytes
-from kernels.study.point import Point
-from kernels.study.stages import stage_costs, stage_names
+from kernels.planning import sweep
+from kernels.planning.point import Point
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

@@ -130,19 +130,22 @@ def test_help_lists_every_command_with_defaults_and_imports_no_torch():
 PLANNING_IMPORT = re.compile(r"^\s*(?:from|import)\s+(kernels[\w.]*)", re.M)
 
 
-def test_workflow_plans_with_the_study_layer_and_spec_only():
+def test_workflow_plans_with_planning_the_models_and_spec_only():
     files = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
     found = {m for f in files for m in PLANNING_IMPORT.findall(f.read_text())}
     # kernels.io.records: a damaged record is named and remade at planning time (jsonschema only);
     # kernels.warm.session: the run's warm workers, begun and ended by the hooks (standard library)
     allowed = (
         "kernels.spec",
-        "kernels.study",
+        "kernels.planning",
+        "kernels.models",
         "kernels.io.records",
         "kernels.catalog",
         "kernels.warm.session",
     )
-    assert found and all(m in allowed or m.startswith("kernels.study.") for m in found), found
+    assert found and all(
+        m in allowed or m.startswith(("kernels.planning.", "kernels.models.")) for m in found
+    ), found
     assert not re.search(r"sys\.path|PYTHONPATH", "".join(f.read_text() for f in files))
 
 
@@ -303,4 +306,4 @@ def test_the_name_scan_finds_a_planted_name_and_passes_a_docstring(tmp_path):
     (tmp_path / "pkg" / "a.py").write_text(source)
     assert written_names(tmp_path, ("pkg",), {"flash"}) == [("pkg/a.py", 2, "flash")]
     assert own_place("kernels/paths/flash/model.py", "flash", "kernels.paths.flash")
-    assert not own_place("kernels/study/cost.py", "flash", "kernels.paths.flash")
+    assert not own_place("kernels/models/cost.py", "flash", "kernels.paths.flash")

@@ -8,8 +8,8 @@ import torch
 import kernels
 from kernels.impl.inputs import make_qkv
 from kernels.measure.traffic import count_traffic
-from kernels.study.cost import transfers
-from kernels.study.point import Point
+from kernels.models.cost import transfers
+from kernels.planning.point import Point
 
 GRID = [
     # impl, dtype, causal, T, (block_m, block_n), sp_dtype, max_row_block

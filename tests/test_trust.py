@@ -22,8 +22,8 @@ from kernels.io.tables import tables
 from kernels.measure.run import measure
 from kernels.measure.timing import Windows, time_cpu, windows
 from kernels.measure.validate import Shape, validate
+from kernels.planning.point import Point
 from kernels.spec import LARGE_INPUT, MAX_SEED
-from kernels.study.point import Point
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")

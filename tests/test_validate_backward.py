@@ -18,9 +18,9 @@ from kernels.impl.inputs import make_qkv
 from kernels.io.records import read_leaf
 from kernels.measure import validate_backward as vb
 from kernels.measure.gates import validation_failure
+from kernels.planning.cases import BACKWARD_CUDA_SHAPES, Shape
+from kernels.planning.point import Point
 from kernels.spec import LARGE_GRADIENT
-from kernels.study.cases import BACKWARD_CUDA_SHAPES, Shape
-from kernels.study.point import Point
 
 TIMEOUT = 600  # a hang guard: the slowest call here compiles a few d = 256 kernels
 PATHS = ("torch_naive", "triton_naive", "triton_s_only", "triton_flash", "triton_tile_softmax")
@@ -178,7 +178,7 @@ PREFLIGHT = textwrap.dedent(
     from kernels.impl.mode import set_interpret
     set_interpret(False)
     from kernels.build import preflight
-    from kernels.study.point import Point
+    from kernels.planning.point import Point
     point = Point.from_name(sys.argv[1])
     wanted = lambda p: p.use == "backward" or "-T300-d256-full-" in p.what
     plan = [p for p in preflight.backward_plan([point]) if wanted(p)]

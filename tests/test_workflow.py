@@ -18,9 +18,9 @@ import pytest
 import yaml
 from workflow_run import ROOT, env, snakemake, worker_processes
 
-from kernels.study import budget
-from kernels.study.cost import summarize
-from kernels.study.point import Point
+from kernels.models import budget
+from kernels.models.cost import summarize
+from kernels.planning.point import Point
 from reports.pages.publish import html_of
 
 DEFAULT = str(ROOT / "config" / "config.yaml")

@@ -27,7 +27,7 @@ from kernels.build import sass, targets
 from kernels.build.variants import backward_launches, candidate_launches, point_launches
 from kernels.impl import mode
 from kernels.impl.triton.launch import Launch
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 ARTIFACTS = ("ttir", "ptx", "cubin", "sass", "resources")
 

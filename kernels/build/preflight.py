@@ -23,9 +23,9 @@ from kernels import catalog
 from kernels.build import compile as build
 from kernels.build.variants import backward_launches, candidate_launches, case_launches, point_launches
 from kernels.impl.triton.launch import Launch
-from kernels.study import gpu_checks
-from kernels.study.cases import BACKWARD_CUDA_SHAPES, CUDA_SHAPES, case_key, cases
-from kernels.study.point import Point
+from kernels.planning import gpu_checks
+from kernels.planning.cases import BACKWARD_CUDA_SHAPES, CUDA_SHAPES, case_key, cases
+from kernels.planning.point import Point
 
 
 @dataclass(frozen=True)

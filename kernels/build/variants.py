@@ -13,9 +13,9 @@ import torch
 
 from kernels import catalog
 from kernels.impl.triton.launch import Launch
+from kernels.planning.cases import Shape
+from kernels.planning.point import Point
 from kernels.spec import MAX_ROW_BLOCK
-from kernels.study.cases import Shape
-from kernels.study.point import Point
 
 
 def meta_inputs(shape: Shape, dtype: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -18,7 +18,7 @@ from kernels.impl import mode
 from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import peak_allocated
 from kernels.measure.saved import saved_bytes, saved_during
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 INTERPRETED = "not timed: Triton interpreter (correctness and counting only)"
 GRADIENTS = ("dQ", "dK", "dV")

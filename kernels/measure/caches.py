@@ -1,5 +1,5 @@
 """The machine's cache levels, read from the machine itself: the CPU's from the OS
-(kernels.study.cpu_caches), a GPU's L2 as torch reports it
+(kernels.planning.cpu_caches), a GPU's L2 as torch reports it
 (``torch.cuda.get_device_properties(i).L2_cache_size``, one level of one instance; torch does
 not report the per-SM L1). What a job meets of a CPU level is the instances its threads touch
 (``study_bytes``), not the machine's total; a GPU's one L2 instance is all of it.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernels.study.cpu_caches import cpu_caches, parse_cpu_list, parse_cpu_map, parse_size
+from kernels.planning.cpu_caches import cpu_caches, parse_cpu_list, parse_cpu_map, parse_size
 
 __all__ = [
     "caches",

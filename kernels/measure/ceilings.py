@@ -7,7 +7,7 @@ what lets a point too slow to finish be skipped before it starts.
 Memory levels (``levels``): the cache levels the machine describes (kernels.measure.caches:
 the OS's on a CPU, torch's L2 size on a GPU), then ``DRAM``. For each cache level a float32
 copy whose source and destination together fill half of what the copy meets at that level
-(``bytes``: the sizes of the instances the copy's threads touch, kernels.study.cpu_caches'
+(``bytes``: the sizes of the instances the copy's threads touch, kernels.planning.cpu_caches'
 ``study_used``; a copy under torch's grain of 32,768 elements per tensor runs on one thread, so
 it meets that thread's instance), and for DRAM (``bytes``: the memory's size) a copy of four
 times what the job's threads meet of the last level (at least 64 MiB, at most a quarter of the
@@ -20,7 +20,7 @@ repeated copies without any L2 flush (``triton.testing.do_bench_cudagraph``), th
 copy likewise. ``time_us`` is the median time per call; ``copy_gbps`` the
 footprint (each byte read once and written once) over the median of the time per call less the
 fixed cost, block by block; ``update_gbps`` the same for one tensor of the same footprint
-multiplied in place (kernels.study.hierarchy uses it for the stages that update S in place).
+multiplied in place (kernels.models.hierarchy uses it for the stages that update S in place).
 Where that leaves under 5 % of the time to the data, the rate is null and ``reason`` says so.
 The top-level ``copy_gbps`` is DRAM's (past the last level); ``call_us`` the least over the
 levels (the fixed cost with torch's own code and data in cache). Without any cache
@@ -229,7 +229,7 @@ def _now() -> str:
 def measure(device: str, found_caches: dict | None = None, products: list[dict] | None = None) -> dict:
     """Every ceiling of ``device``; ``found_caches`` (kernels.measure.caches) is read from the
     machine when not given. ``products``: the sweep's dtypes, head dimensions and lengths
-    (kernels.study.sweep.product_shapes), for the operations' rates (``ops``,
+    (kernels.planning.sweep.product_shapes), for the operations' rates (``ops``,
     kernels.measure.op_rates), which the expected times and the time gate use."""
     started = _now()
     threads = torch.get_num_threads()

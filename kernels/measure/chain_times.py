@@ -8,13 +8,13 @@ import torch
 
 from kernels.measure import stages
 from kernels.measure.caches import last_level_bytes
-from kernels.study.point import Point
-from kernels.study.stages import stage_costs
+from kernels.models.stages import stage_costs
+from kernels.planning.point import Point
 
 
 def timed_chain(point: Point, chain: list, device: str) -> dict:
     """A chain of stages timed warm and cold (kernels.measure.stages), each beside its
-    modelled bytes, FLOPs and exponentials (kernels.study.stage_cost: a backward point's are
+    modelled bytes, FLOPs and exponentials (kernels.models.stage_cost: a backward point's are
     its backward's)."""
     last = last_level_bytes(device, threads=torch.get_num_threads())  # what this job's threads meet
     timed = stages.time_stages(chain, device, last)

@@ -16,9 +16,9 @@ from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import peak_allocated
+from kernels.models.stage_cost import forward_stage_names
+from kernels.planning.point import Point
 from kernels.spec import REFERENCE_CHUNK_BYTES
-from kernels.study.point import Point
-from kernels.study.stage_cost import forward_stage_names
 
 
 def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):

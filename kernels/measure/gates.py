@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 
 from kernels.measure.memory import available_bytes
+from kernels.models import cost, expected
+from kernels.planning.launch import build_failure
+from kernels.planning.point import Point
 from kernels.spec import CALL_BUDGET_SECONDS, QUICK_CEILINGS_MARGIN, SDPA_IMPLEMENTATIONS, SLOW_MACHINE
-from kernels.study import cost, expected
-from kernels.study.launch import build_failure
-from kernels.study.point import Point
 
 MEMORY_FRACTION = 0.8  # of the memory available when the point starts
 GIB = float(1 << 30)
@@ -89,7 +89,7 @@ def memory_short(point: Point, device: str) -> str | None:
 
 
 def predicted_seconds(point: Point, ceilings: dict) -> float:
-    """A lower bound on one call's time (kernels.study.expected.call_seconds)."""
+    """A lower bound on one call's time (kernels.models.expected.call_seconds)."""
     return expected.call_seconds(point, ceilings)
 
 

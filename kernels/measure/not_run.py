@@ -10,8 +10,8 @@ from kernels.impl.checks import DTYPES
 from kernels.measure.validate import forward_not_run
 from kernels.measure.validate_backward import backward_not_run
 from kernels.measure.verdict import Result
+from kernels.planning.cases import CPU_SHAPES
 from kernels.spec import DEFAULT_BLOCK
-from kernels.study.cases import CPU_SHAPES
 
 
 def unavailable(reason: str, **cases) -> list[Result]:

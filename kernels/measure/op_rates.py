@@ -1,5 +1,5 @@
 """The rates of the operations torch_naive's stages run, each measured on its own, for the
-expected time of a stage (kernels.study.expected); part of the ceilings (``ops``).
+expected time of a stage (kernels.models.expected); part of the ceilings (``ops``).
 
 - ``products``: the two matrix products of attention in each dtype and head dimension the
   sweep times, in the stages' shapes and layout (Q·Kᵀ: T×d by a transposed d×T view, into a

@@ -1,7 +1,7 @@
 """What ran where: versions, processor and its cache levels, GPU and driver (and its L2), git
 commit and the config's hash.
 
-The CPU's levels name the CPUs and instances they were read for (kernels.study.cpu_caches:
+The CPU's levels name the CPUs and instances they were read for (kernels.planning.cpu_caches:
 ``cpus``, ``threads``, ``thread_cpus``, each level's ``study_used``): the env job is told the
 timed jobs' thread count (the local cores); on a cluster it is not (``threads`` None) and
 records what every CPU of its affinity meets, saying so with ``threads_asked`` null. Each

@@ -29,10 +29,10 @@ from kernels.measure.backward_run import run_backward
 from kernels.measure.forward_run import call_of, run_forward
 from kernels.measure.gates import skip_reason
 from kernels.measure.provenance import device_name, measured_by, versions
+from kernels.models import cost
+from kernels.planning.launch import launch_candidates
+from kernels.planning.point import Point
 from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT
-from kernels.study import cost
-from kernels.study.launch import launch_candidates
-from kernels.study.point import Point
 
 
 def _run(
@@ -143,12 +143,12 @@ def base_record(point: Point, device: str, seed: int) -> dict:
 
 
 def model_summary(point: Point) -> dict:
-    """The model's fields of the record: the forward's (kernels.study.cost.summarize), or for
+    """The model's fields of the record: the forward's (kernels.models.cost.summarize), or for
     a backward point its backward's traffic, FLOPs and stages, with what the forward keeps."""
     forward = cost.summarize(point.forward())
     if not point.backward:
         return forward
-    from kernels.study.backward_cost import summarize_backward
+    from kernels.models.backward_cost import summarize_backward
 
     back = summarize_backward(point)
     issued = back["backward_model_bytes"]

@@ -4,7 +4,7 @@ storage (a view of a saved tensor, or of an input, adds nothing), in bytes.
 
 This is the memory training pays per attention layer between the forward and the backward:
 for torch_naive the probabilities P (and, for a 2-byte dtype, their float32 form the softmax
-saves), for triton_flash only O and the log-sum-exp (kernels.study.backward_cost models it).
+saves), for triton_flash only O and the log-sum-exp (kernels.models.backward_cost models it).
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ from kernels.impl.registry import attention
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
 from kernels.paths.sdpa.forward import BackendUnavailableError
 from kernels.paths.torch_naive.forward import torch_naive
-from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here
-from kernels.study.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
+from kernels.planning.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
+from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT
 
 
 def _max_abs(out: torch.Tensor, ref: torch.Tensor) -> float:

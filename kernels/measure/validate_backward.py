@@ -17,7 +17,7 @@ stored S already overflows, or where a materialized path (stores S and P) stores
 largest element max|dO·Vᵀ| its P's dtype cannot hold (dS, at most the scale times dP's
 spread, is flagged with it), else ``pass``. Each row also carries the bytes the path kept
 for its backward, measured with saved-tensor hooks (kernels.measure.saved), beside the
-model's count (kernels.study.backward_cost) where there is one.
+model's count (kernels.models.backward_cost) where there is one.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from kernels.impl.reference import largest_product, reference_float64
 from kernels.impl.registry import attention
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
+from kernels.models.backward_cost import kept_bytes
 from kernels.paths.sdpa.forward import BackendUnavailableError
 from kernels.paths.torch_naive.forward import torch_naive, torch_naive_parts
+from kernels.planning.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases
+from kernels.planning.point import Point
 from kernels.spec import DEFAULT_BLOCK, LARGE_GRADIENT, LARGE_INPUT, SDPA_IMPLEMENTATIONS
-from kernels.study.backward_cost import kept_bytes
-from kernels.study.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases
-from kernels.study.point import Point
 
 GRADIENT_NAMES = ("dQ", "dK", "dV")
 GRADIENT_FACTOR = 3.0  # FlashAttention-2's tests hold dQ, dK, dV to 3× the PyTorch error

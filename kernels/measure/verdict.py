@@ -45,7 +45,7 @@ class Result:
     direction: str = "forward"  # forward | backward (kernels.measure.validate_backward)
     gradient: str = "normal"  # the backward's upstream gradient (kernels.spec.GRADIENTS)
     saved_bytes: int | None = None  # backward: bytes autograd kept from the forward, measured
-    saved_model_bytes: int | None = None  # and as kernels.study.backward_cost counts them
+    saved_model_bytes: int | None = None  # and as kernels.models.backward_cost counts them
 
     @property
     def as_expected(self) -> bool:

@@ -113,7 +113,7 @@ def failed_record(argv: list[str]) -> tuple[dict, str] | None:
         return None
     from kernels.cli import build_parser, resolve_device
     from kernels.measure.run import base_record
-    from kernels.study.point import Point
+    from kernels.planning.point import Point
 
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # the command itself will say why

@@ -44,7 +44,7 @@ __all__ = [
 # a staged point and its case (everything but T), as both tables key them
 KEY = ["impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n"]
 CASE = [k for k in KEY if k != "tokens"]
-THIS_MACHINE = "this machine"  # the target kernels.study.hierarchy.from_ceilings names
+THIS_MACHINE = "this machine"  # the target kernels.models.hierarchy.from_ceilings names
 ARITHMETIC = ("products", "exponentials")  # the bounds that are not a memory level
 PREFERRED_GPU = "H200"  # the GPU the page shows when the predictions have it
 PREDICTED = [

@@ -1,7 +1,7 @@
 """The Cache hand-off page's answers, which come before its figures: what bounds each stage on
 this machine and the rate it reached, whether this machine's caches can serve the hand-off at
 all, where S + P outgrow them, and how close the expected times came to the measured ones
-(kernels.study.expected's model, read from results/model/stage_predictions.csv). Every figure
+(kernels.models.expected's model, read from results/model/stage_predictions.csv). Every figure
 is computed from the page's inputs."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 rule budget:
-    """How long this study will take on this machine, before it starts (kernels.study.budget):
+    """How long this study will take on this machine, before it starts (kernels.models.budget):
     every job of the plan costed (start-ups measured here with a throw-away workflow, compiles
     counted per kernel variant, the work from the model) and scheduled as the workflow runs
     them. Not part of `all`: scripts/gpu_study.sh asks for it."""

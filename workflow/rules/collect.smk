@@ -68,7 +68,7 @@ rule model:
 
 
 rule predict:
-    """What each GPU of kernels/study/gpus.py would do with the sweep's shapes, both paths,
+    """What each GPU of kernels/planning/gpus.py would do with the sweep's shapes, both paths,
     over a grid of T: DRAM bytes as a band (the L2 hand-off) and roofline time floors, per
     kernel; no prediction where the build stage found a kernel does not build there."""
     input:

@@ -11,10 +11,10 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import LogEvent, logger
 
 import kernels.catalog as catalog
-from kernels.study import device as attnio_device
-from kernels.study import point as attnio_point
-from kernels.study import sweep as attnio_sweep
-from kernels.study.point import Point
+from kernels.planning import device as attnio_device
+from kernels.planning import point as attnio_point
+from kernels.planning import sweep as attnio_sweep
+from kernels.planning.point import Point
 import kernels.warm.session as attnio_warm
 
 RESULTS = "results"
@@ -170,7 +170,7 @@ def budget_report_rules(wildcards=None):
 
 
 def measure_mem_mb(wildcards):
-    from kernels.study.cost import predicted_bytes
+    from kernels.models.cost import predicted_bytes
 
     need = predicted_bytes(point_of(wildcards))
     return max(1024, int(need / 2**20 * 1.25) + 512)

@@ -6,7 +6,7 @@ localrules:
 
 rule predict_stages:
     """Each stage of the materialized paths for every staged sweep point, on the GPUs of
-    kernels/study/gpus.py and on this machine (its measured ceilings): the time each cache
+    kernels/planning/gpus.py and on this machine (its measured ceilings): the time each cache
     level, DRAM, the products and the exponentials would take, warm (a band) and cold. Without
     usable ceilings (cuda asked for without a GPU) only the GPUs' rows are written."""
     input:

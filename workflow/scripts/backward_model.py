@@ -1,8 +1,8 @@
-"""Thin entry point: the backward's predictions with kernels.study.backward_predictions."""
+"""Thin entry point: the backward's predictions with kernels.models.backward_predictions."""
 
 from kernels.io.records import read_leaf
 from kernels.io.script_log import logged_to
-from kernels.study import backward_predictions
+from kernels.models import backward_predictions
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):

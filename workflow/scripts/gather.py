@@ -5,7 +5,7 @@ from pathlib import Path
 
 from kernels.io.script_log import logged_to
 from kernels.io.tables import gather
-from kernels.study.point import Point
+from kernels.planning.point import Point
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):

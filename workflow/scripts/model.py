@@ -1,7 +1,7 @@
-"""Thin entry point: the cost model's tables for the reports (kernels.study.model_tables)."""
+"""Thin entry point: the cost model's tables for the reports (kernels.models.model_tables)."""
 
 from kernels.io.script_log import logged_to
-from kernels.study import model_tables
+from kernels.models import model_tables
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):

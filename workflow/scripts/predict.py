@@ -1,7 +1,7 @@
-"""Thin entry point: the predictions' tables with kernels.study.prediction_tables."""
+"""Thin entry point: the predictions' tables with kernels.models.prediction_tables."""
 
 from kernels.io.script_log import logged_to
-from kernels.study import prediction_tables
+from kernels.models import prediction_tables
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):

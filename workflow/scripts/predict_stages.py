@@ -1,8 +1,8 @@
-"""Thin entry point: the per-stage predictions with kernels.study.stage_predictions."""
+"""Thin entry point: the per-stage predictions with kernels.models.stage_predictions."""
 
 from kernels.io.records import read_leaf
 from kernels.io.script_log import logged_to
-from kernels.study import stage_predictions
+from kernels.models import stage_predictions
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):

@@ -19,10 +19,10 @@ dS, its row sums, then dS − P∘rowsum in place: seven T×T passes), dv (Pᵀ�
 
 from __future__ import annotations
 
-from kernels.study.backward_cost import FLOAT32_BYTES, kept_inputs
-from kernels.study.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS
-from kernels.study.point import Point
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_cost import FLOAT32_BYTES, kept_inputs
+from kernels.models.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS
+from kernels.models.stage_type import StageCost
+from kernels.planning.point import Point
 
 
 def working_bytes(point: Point) -> int:

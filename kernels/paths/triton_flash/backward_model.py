@@ -16,9 +16,9 @@ same pairs, from the two sides:
 
 from __future__ import annotations
 
-from kernels.study.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
-from kernels.study.cost import cdiv
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
+from kernels.models.cost import cdiv
+from kernels.models.stage_type import StageCost
 
 ROW_BYTES = 4  # LSE and Delta: float32
 DKDV_PRODUCTS = 4  # S, dV, dP, dK
@@ -55,7 +55,7 @@ def _pair_counts(point) -> tuple[int, int, int]:
 
 def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
-    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, groups and e)."""
     T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
     row_tensor = T * d * e  # one (T, d) tensor of one (b, h), once

@@ -5,10 +5,10 @@ the backward (q, k, v, O and each row's log-sum-exp: FlashAttention's). Pure Pyt
 
 from __future__ import annotations
 
+from kernels.models.backward_cost import FLOAT32_BYTES, kept_inputs
+from kernels.models.cost import walk_of
+from kernels.planning.point import Point
 from kernels.spec import FUSED_LAUNCH_CANDIDATES
-from kernels.study.backward_cost import FLOAT32_BYTES, kept_inputs
-from kernels.study.cost import walk_of
-from kernels.study.point import Point
 
 
 def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:

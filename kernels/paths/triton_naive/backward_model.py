@@ -18,9 +18,9 @@ ds, P read by ds and dv, dS stored once and read by dq and dk; the forward's is 
 
 from __future__ import annotations
 
-from kernels.study.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS, issued_kernel_stages
-from kernels.study.cost import _key_span, _rows, _scores_tiles, cdiv, next_power_of_2
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS, issued_kernel_stages
+from kernels.models.cost import _key_span, _rows, _scores_tiles, cdiv, next_power_of_2
+from kernels.models.stage_type import StageCost
 
 KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order
 
@@ -36,7 +36,7 @@ def _ds_passes(point) -> int:
 
 def as_issued_naive_backward(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
-    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, max_row_block, groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
     do_dp = v_dp = 0  # dp's loads

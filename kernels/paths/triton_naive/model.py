@@ -6,11 +6,11 @@ backward). Pure Python: no torch, no triton.
 
 from __future__ import annotations
 
-from kernels.study.backward_cost import kept_inputs
-from kernels.study.cost import next_power_of_2, walk_of
-from kernels.study.point import Point
-from kernels.study.stage_cost import kernel_stages
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_cost import kept_inputs
+from kernels.models.cost import next_power_of_2, walk_of
+from kernels.models.stage_cost import kernel_stages
+from kernels.models.stage_type import StageCost
+from kernels.planning.point import Point
 
 DOES = {
     "scores": "S = Q·Kᵀ/√d, future tiles −∞ (one kernel)",

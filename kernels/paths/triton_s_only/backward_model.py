@@ -15,9 +15,9 @@ i.e. iff n·BLOCK_N < (m + 1)·BLOCK_M. Non-causal, S moves 2·B·H·T²·e_sp (
 
 from __future__ import annotations
 
-from kernels.study.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
-from kernels.study.cost import cdiv
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
+from kernels.models.cost import cdiv
+from kernels.models.stage_type import StageCost
 
 STAT_BYTES = 4  # M, L and D are float32
 
@@ -38,7 +38,7 @@ def _tiles(point):
 
 def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
-    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
     s = qrows = krows = 0  # S elements; query rows (dkdv) and key rows (dq) loaded per tile

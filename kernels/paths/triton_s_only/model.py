@@ -18,11 +18,11 @@ Non-causal, S moves 3·B·H·T²·e_sp bytes (one store, two full loads) against
 
 from __future__ import annotations
 
-from kernels.study.backward_cost import kept_inputs
-from kernels.study.cost import walk_of
-from kernels.study.point import Point
-from kernels.study.stage_cost import kernel_stages
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_cost import kept_inputs
+from kernels.models.cost import walk_of
+from kernels.models.stage_cost import kernel_stages
+from kernels.models.stage_type import StageCost
+from kernels.planning.point import Point
 
 STAT_BYTES = 4  # M and L are float32
 DOES = {
@@ -34,7 +34,7 @@ DOES = {
 
 def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
-    ``kernels.study.point.Point``, or anything with its fields tokens, head_dim, block_m,
+    ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
     walk = walk_of(point)

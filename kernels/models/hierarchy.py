@@ -1,10 +1,12 @@
-"""A roofline with a cache hierarchy, per stage of a materialized path: the stage takes at
+"""How fast can a stage be when the caches serve part of its bytes?
+
+A roofline with a cache hierarchy, per stage of a materialized path: the stage takes at
 least as long as the slowest of the levels that serve its bytes, its matrix products and its
 exponentials. Pure Python; no torch.
 
-Which level serves what. The hand-off bytes (S and P, kernels.study.stage_cost) are served by
+Which level serves what. The hand-off bytes (S and P, kernels.models.stage_cost) are served by
 the smallest cache that holds the stage's footprint, with the same band as the GPU
-predictions (kernels.study.predict.served): c_i, the share served by level i or a smaller
+predictions (kernels.models.predict.served): c_i, the share served by level i or a smaller
 one, is served(footprint, capacity_i) at the optimistic or the pessimistic end; level i
 serves (c_i − c_{i−1}) of the hand-off, DRAM the rest and every other byte (Q, K, V, O and
 the mask, read once). Cold: the caches were emptied just before the stage, so every byte
@@ -22,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from kernels.study import expected
-from kernels.study.gpus import Gpu
-from kernels.study.point import Point
-from kernels.study.predict import product_flops_per_s, served
-from kernels.study.stage_type import StageCost
+from kernels.models import expected
+from kernels.models.predict import product_flops_per_s, served
+from kernels.models.stage_type import StageCost
+from kernels.planning.gpus import Gpu
+from kernels.planning.point import Point
 
 DRAM = "DRAM"
 PRODUCTS = "products"
@@ -48,7 +50,7 @@ class Machine:
     # bytes/s of a pass updating one tensor in place, by level name (DRAM included), where
     # measured: a stage that updates S in place moves its bytes at these rates, not a copy's
     in_place_rates: dict[str, float] = field(default_factory=dict)
-    # the operations' measured rates (kernels.study.expected), where the ceilings hold them:
+    # the operations' measured rates (kernels.models.expected), where the ceilings hold them:
     # the expected time beside this floor
     ops: expected.Ops | None = None
 
@@ -58,14 +60,14 @@ class Machine:
 
 
 def from_gpu(gpu: Gpu) -> Machine:
-    """A GPU of kernels.study.gpus: its L2 the one cache level, its HBM the DRAM."""
+    """A GPU of kernels.planning.gpus: its L2 the one cache level, its HBM the DRAM."""
     return Machine(
         name=gpu.name,
         levels=(("L2", gpu.l2_bytes, gpu.l2_bytes_per_s),),
         dram_bytes_per_s=gpu.hbm_bytes_per_s,
         product_flops_per_s=partial(product_flops_per_s, gpu=gpu),
         exp_per_s=gpu.exp_per_s,
-        source=f"published figures for the {gpu.model} (kernels.study.gpus)",
+        source=f"published figures for the {gpu.model} (kernels.planning.gpus)",
     )
 
 

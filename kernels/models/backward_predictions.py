@@ -1,6 +1,8 @@
-"""The backward on every target, from the models: each kernel of each backward point on the
-GPUs of kernels.study.gpus and on this machine (its measured ceilings) through the
-hierarchical roofline (kernels.study.hierarchy), where storing P and recomputing it cross
+"""How long would each backward take on each target, and from which T does recomputing P win?
+
+The backward on every target, from the models: each kernel of each backward point on the
+GPUs of kernels.planning.gpus and on this machine (its measured ceilings) through the
+hierarchical roofline (kernels.models.hierarchy), where storing P and recomputing it cross
 over in T, and what each path keeps at a training shape the configuration names.
 
 Three tables under results/model/ (the ``backward_model`` rule):
@@ -27,14 +29,14 @@ from functools import cache
 
 from kernels import catalog
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import stage_predictions
-from kernels.study.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
-from kernels.study.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
-from kernels.study.gpus import GPUS
-from kernels.study.hierarchy import Machine
-from kernels.study.point import Point
-from kernels.study.stage_predictions import CASES, KEY, machines, predicted_row
-from kernels.study.sweep import points as sweep_points
+from kernels.models import stage_predictions
+from kernels.models.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
+from kernels.models.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
+from kernels.models.hierarchy import Machine
+from kernels.models.stage_predictions import CASES, KEY, machines, predicted_row
+from kernels.planning.gpus import GPUS
+from kernels.planning.point import Point
+from kernels.planning.sweep import points as sweep_points
 
 MS = 1e3
 CROSSING_TOKENS = tuple(2**i for i in range(7, 17))  # 128 … 65,536

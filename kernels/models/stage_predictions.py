@@ -1,5 +1,7 @@
-"""Per-stage predictions of the materialized paths (kernels.study.hierarchy) for every staged
-point of a sweep, on each GPU of kernels.study.gpus and on the machine the ceilings were
+"""How long would each stage of a staged point take on each target?
+
+Per-stage predictions of the materialized paths (kernels.models.hierarchy) for every staged
+point of a sweep, on each GPU of kernels.planning.gpus and on the machine the ceilings were
 measured on: the table results/model/stage_predictions.csv (the ``predict_stages`` rule) and
 the ``predict --stages`` command's rows.
 
@@ -7,7 +9,7 @@ Warm: the stage runs right after the one before it, so its hand-off may still si
 a band from the optimistic end (low) to the pessimistic end (high). Cold: the caches were
 emptied just before it. The predicted times are roofline lower bounds; the expected ones
 (torch_naive on this machine, where the ceilings hold the operations' rates) the fixed cost
-of each call plus its data at the operations' measured rates (kernels.study.expected). All
+of each call plus its data at the operations' measured rates (kernels.models.expected). All
 in milliseconds.
 """
 
@@ -17,12 +19,12 @@ import os
 from collections.abc import Iterable
 
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import expected, hierarchy, predict
-from kernels.study.gpus import GPUS
-from kernels.study.hierarchy import Machine
-from kernels.study.point import Point
-from kernels.study.stages import stage_costs, stage_names
-from kernels.study.sweep import points as sweep_points
+from kernels.models import expected, hierarchy, predict
+from kernels.models.hierarchy import Machine
+from kernels.models.stages import stage_costs, stage_names
+from kernels.planning.gpus import GPUS
+from kernels.planning.point import Point
+from kernels.planning.sweep import points as sweep_points
 
 KEY = ("impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n")
 COLUMNS = (
@@ -104,7 +106,7 @@ def stage_rows(point: Point, machine: Machine) -> list[dict]:
 
 
 def expected_columns(stage, point: Point, machine: Machine) -> dict:
-    """The expected warm and cold time and the fixed cost in them (kernels.study.expected),
+    """The expected warm and cold time and the fixed cost in them (kernels.models.expected),
     for a PyTorch path's stages on a machine whose ceilings hold the operations' rates; blank
     otherwise (the GPUs' published figures have no operation rates; the Triton paths on a
     CPU run in the interpreter, never timed)."""
@@ -124,7 +126,7 @@ def expected_columns(stage, point: Point, machine: Machine) -> dict:
 
 def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> list[dict]:
     """Every staged forward point of the sweep on every target (the backward's stages are
-    kernels.study.backward_predictions')."""
+    kernels.models.backward_predictions')."""
     staged = [p for p in sweep_points(sweep) if stage_names(p) and not p.backward]
     targets = list(targets)
     return [row for point in staged for machine in targets for row in stage_rows(point, machine)]
@@ -182,7 +184,7 @@ def format_rows(rows: list[dict]) -> str:
         f"Predicted, not measured: {first.get('impl')} B={first.get('batch')} H={first.get('heads')} "
         f"d={first.get('head_dim')} {first.get('dtype')} causal={first.get('causal')}. Each stage takes "
         "the longest of its cache levels', DRAM's, its products' and its exponentials' times "
-        "(kernels.study.hierarchy); warm runs from every cache serving the share of the hand-off "
+        "(kernels.models.hierarchy); warm runs from every cache serving the share of the hand-off "
         "that fits to serving only what fits in half of it; cold starts with the caches empty."
     )
     return "\n".join(text + ["", note])

@@ -5,8 +5,8 @@ two cannot drift apart. Paths are chosen by what they are (kernels.catalog), nev
 from __future__ import annotations
 
 from kernels import catalog
+from kernels.planning.point import Point
 from kernels.spec import DEFAULT_BLOCK, DTYPES
-from kernels.study.point import Point
 
 VALIDATION_DTYPES: tuple[str, ...] = DTYPES
 VALIDATION_BLOCKS: tuple[int, int] = (DEFAULT_BLOCK, DEFAULT_BLOCK)
@@ -15,7 +15,7 @@ _NCU_SHAPE = dict(batch=1, heads=16, tokens=8192, head_dim=128, dtype="bfloat16"
 
 
 def validation_impls() -> tuple[str, ...]:
-    """Compiled validation of every one of our Triton paths on the GPU shapes (kernels.study.cases)."""
+    """Compiled validation of every one of our Triton paths on the GPU shapes (kernels.planning.cases)."""
     return tuple(name for name, entry in catalog.registered().items() if entry.ours and entry.triton)
 
 

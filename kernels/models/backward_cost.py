@@ -1,4 +1,6 @@
-"""What a path keeps from its forward for the backward (bytes, by tensor), what its backward
+"""What does a backward keep from its forward, move at the least, and compute?
+
+What a path keeps from its forward for the backward (bytes, by tensor), what its backward
 must move at the least (compulsory, by tensor), and the FLOPs the field's convention gives a
 backward. Pure Python. What each path keeps, the as-issued bytes and the executed FLOPs of its
 backward are its own models (kernels.paths.*, registered as ``kept_model``,
@@ -8,9 +10,9 @@ backward are its own models (kernels.paths.*, registered as ``kept_model``,
 from __future__ import annotations
 
 from kernels import catalog
+from kernels.models.cost import flops, score_bytes
+from kernels.planning.point import Point
 from kernels.spec import ELEMENT_BYTES
-from kernels.study.cost import flops, score_bytes
-from kernels.study.point import Point
 
 FLOAT32_BYTES = ELEMENT_BYTES["float32"]
 

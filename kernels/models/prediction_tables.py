@@ -1,4 +1,6 @@
-"""The predictions' tables for the "Predicted on GPUs" report, written into results/model/ by
+"""What would each GPU do with this sweep's shapes?
+
+The predictions' tables for the "Predicted on GPUs" report, written into results/model/ by
 the ``predict`` rule: the GPU figures used, both paths per shape of the sweep over a grid of
 T on every GPU, and each kernel's bytes, FLOPs and bound.
 
@@ -18,12 +20,12 @@ from pathlib import Path
 
 from kernels import catalog
 from kernels.io.atomic import write_csv_atomic
-from kernels.study import predict
-from kernels.study.cost import transfers
-from kernels.study.gpus import GPUS, Gpu
-from kernels.study.launch import build_failure
-from kernels.study.point import Point
-from kernels.study.sweep import points as sweep_points
+from kernels.models import predict
+from kernels.models.cost import transfers
+from kernels.planning.gpus import GPUS, Gpu
+from kernels.planning.launch import build_failure
+from kernels.planning.point import Point
+from kernels.planning.sweep import points as sweep_points
 
 GRID_TOKENS = tuple(2**k for k in range(8, 18))  # 256 … 131,072
 

@@ -1,4 +1,6 @@
-"""How long a study will take, before it starts: every job of the workflow's plan costed as a
+"""How long will this study take on the machine that runs it?
+
+How long a study will take, before it starts: every job of the workflow's plan costed as a
 job costs on the machine that will run it, and the jobs scheduled as Snakemake runs them.
 
 A job's cost is its start-up plus its work. Start-ups are measured on the machine itself, as
@@ -7,7 +9,7 @@ the package and torch and initializing CUDA where there is one, a script job, a 
 an nbconvert job, and a real measure, validate and build job on a tiny point. Work:
 
 - measure: the tiny measure job, with its timing window replaced by the point's (the model's
-  time per call: kernels.study.predict on a GPU, the machine's copy and product rates on a
+  time per call: kernels.models.predict on a GPU, the machine's copy and product rates on a
   CPU; do_bench's windows on a GPU, torch.utils.benchmark's on a CPU) for each launch (the
   fused kernel's candidates), and the float64 check; under the interpreter, the point's
   interpreted launches instead (``Interpreter``). A point a gate skips (interpreter limit, a
@@ -34,6 +36,10 @@ import math
 from dataclasses import dataclass, field, replace
 
 from kernels import catalog
+from kernels.models import cost, expected, predict
+from kernels.models.stages import stage_names
+from kernels.planning.gpus import Gpu
+from kernels.planning.point import Point
 from kernels.spec import (
     CUDA_FLUSH_BYTES,
     DEFAULT_BLOCK,
@@ -49,10 +55,6 @@ from kernels.spec import (
     STAGE_MIN_SECONDS,
     rate_seconds,
 )
-from kernels.study import cost, expected, predict
-from kernels.study.gpus import Gpu
-from kernels.study.point import Point
-from kernels.study.stages import stage_names
 
 # Interpreter cost of one program instance and of one loop iteration inside it, per kernel, in
 # milliseconds on the development machine (least squares over 180 launches: every kernel at
@@ -386,7 +388,7 @@ SAMPLED_LEVELS = 4
 
 
 # The backward's crossing walks every tile pair of its fused model at each T of its range
-# (kernels.study.backward_predictions): about 3 million pairs a second, measured on the
+# (kernels.models.backward_predictions): about 3 million pairs a second, measured on the
 # 2-core development machine (the ci preset's two shapes: 12.6 million pairs in 4.2 s).
 MODEL_TILE_PAIRS_PER_S = 3e6
 TRAINING_BLOCKS = (64, 64)  # the blocks of the training shape's crossing (Point's defaults)
@@ -394,7 +396,7 @@ TRAINING_BLOCKS = (64, 64)  # the blocks of the training shape's crossing (Point
 
 def backward_model_seconds(points: list[Point], script_s: float) -> float:
     """The backward_model job: its script's start, and the crossing's tile pairs per shape."""
-    from kernels.study.backward_predictions import CROSSING_TOKENS
+    from kernels.models.backward_predictions import CROSSING_TOKENS
 
     shapes = {
         (p.head_dim, p.dtype, p.causal, p.block_m, p.block_n) for p in points if p.backward and p.triton

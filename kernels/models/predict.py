@@ -1,6 +1,8 @@
-"""What a GPU would do with a point, before there is one: DRAM bytes as a band, and time from
+"""What would a GPU do with a point, before there is one?
+
+What a GPU would do with a point, before there is one: DRAM bytes as a band, and time from
 the roofline, per kernel, from the cost model's transfers and a GPU's published figures
-(kernels.study.gpus). Pure Python; no torch.
+(kernels.planning.gpus). Pure Python; no torch.
 
 DRAM bytes. Each transfer's compulsory bytes (first touch) come from DRAM, except the S/P
 hand-off: S (or P) is stored by one kernel and loaded by the next, and while it lives between
@@ -24,10 +26,10 @@ import math
 from dataclasses import dataclass, replace
 
 from kernels import catalog
+from kernels.models.cost import Transfer, cdiv, flops, matrix_bytes, transfers
+from kernels.planning.gpus import Gpu
+from kernels.planning.point import Point
 from kernels.spec import DEFAULT_BLOCK
-from kernels.study.cost import Transfer, cdiv, flops, matrix_bytes, transfers
-from kernels.study.gpus import Gpu
-from kernels.study.point import Point
 
 RESIDENT_SHARE = 0.5
 HANDOFF_TENSORS = ("S", "P")
@@ -45,7 +47,7 @@ DESIGNS = {"materialized": "SP", "s_only": "S", "fused": "none"}
 
 def served(footprint: float, capacity: float, *, optimistic: bool) -> float:
     """The share of a reuse a cache of ``capacity`` bytes serves, at one end of the band: the
-    GPU's L2 here, every cache level in kernels.study.hierarchy."""
+    GPU's L2 here, every cache level in kernels.models.hierarchy."""
     if footprint <= 0:
         return 1.0
     if optimistic:
@@ -246,6 +248,6 @@ def format_rows(rows: list[dict]) -> str:
         f"Predicted, not measured: B={first.get('batch')} H={first.get('heads')} "
         f"d={first.get('head_dim')} {first.get('dtype')} causal={first.get('causal')}; "
         "ranges run from L2 serving every reuse that fits to L2 serving only what fits in half "
-        "of it; times are roofline lower bounds (kernels.study.predict)."
+        "of it; times are roofline lower bounds (kernels.models.predict)."
     )
     return "\n".join(text + ["", note])

@@ -2,7 +2,7 @@
 figure is a published one (source beside it), not a measurement: a copy does not reach the
 datasheet's bandwidth, and on a GPU the ceilings rule measures what it does reach.
 
-The L2 bandwidth and the exponentials' rate (kernels.study.hierarchy's per-stage roofline)
+The L2 bandwidth and the exponentials' rate (kernels.models.hierarchy's per-stage roofline)
 are not datasheet figures: where they come from, and which is an assumption, is said beside
 each.
 

@@ -10,8 +10,8 @@ import itertools
 import math
 
 from kernels import catalog
+from kernels.planning.point import Point
 from kernels.spec import DEFAULT_INPUTS, DEFAULT_PASS, ELEMENT_BYTES, MAX_TOKENS
-from kernels.study.point import Point
 
 TOKEN_MULTIPLE = 16  # tokens_across_cache rounds T to this
 

@@ -1,4 +1,6 @@
-"""The model's own tables for the reports, written into results/model/ by the ``model`` rule,
+"""What do the reports read of the model itself (sizes, block traffic, Figure 4)?
+
+The model's own tables for the reports, written into results/model/ by the ``model`` rule,
 so that a report only reads files: S/P sizes against T, the fused kernel's traffic against
 its block size, and the seed's Figure 4 example.
 """
@@ -10,11 +12,11 @@ import os
 
 from kernels import catalog
 from kernels.io.atomic import write_csv_atomic, write_text_atomic
+from kernels.models import cost
+from kernels.models.softmax_example import figure4, softmax, tile_local_softmax
+from kernels.planning.point import Point
+from kernels.planning.sweep import points
 from kernels.spec import BLOCK_SIZES
-from kernels.study import cost
-from kernels.study.point import Point
-from kernels.study.softmax_example import figure4, softmax, tile_local_softmax
-from kernels.study.sweep import points
 
 STORAGE_TOKENS = tuple(2**k for k in range(8, 16))  # 256 … 32,768
 STORAGE_DTYPES = ("float32", "float16")

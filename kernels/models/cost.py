@@ -1,4 +1,6 @@
-"""The cost model of one sweep point: storage, traffic and FLOPs. Pure Python: no torch, no triton.
+"""How many bytes does one point store and move, and how many FLOPs does it compute?
+
+The cost model of one sweep point: storage, traffic and FLOPs. Pure Python: no torch, no triton.
 
 Traffic is listed transfer by transfer (kernel, tensor, load or store) in two forms:
 ``compulsory`` — every tensor of the algorithm read or written exactly once — and
@@ -14,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernels import catalog
+from kernels.planning.point import Point
 from kernels.spec import REFERENCE_CHUNK_BYTES
-from kernels.study.point import Point
 
 
 def cdiv(a: int, b: int) -> int:

@@ -1,5 +1,7 @@
-"""What one stage of a chain costs: the record both directions' stage models fill
-(kernels.study.stage_cost, kernels.study.backward_stage_cost), below both. Pure Python."""
+"""What does one stage of a chain cost, in the one form every stage model fills?
+
+What one stage of a chain costs: the record both directions' stage models fill
+(kernels.models.stage_cost, kernels.models.backward_stage_cost), below both. Pure Python."""
 
 from __future__ import annotations
 

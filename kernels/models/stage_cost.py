@@ -1,4 +1,6 @@
-"""The cost of each stage of a staged forward as it runs in the chain: what the stage reads
+"""What does each stage of a staged forward read, write and compute?
+
+The cost of each stage of a staged forward as it runs in the chain: what the stage reads
 and writes, the matrix-product FLOPs it executes and the exponentials it computes. Pure
 Python: no torch, no triton.
 
@@ -11,7 +13,7 @@ Bytes are split into the hand-off (S, P and softmax's float32 matrix: the T×T t
 stage writes and the next reads back, which a cache may serve while they fit) and the rest
 (Q, K, V, O and the boolean mask). ``footprint_bytes`` is what must stay in cache for the
 stage's hand-off to be served there: the distinct T×T tensors it touches. FLOPs count the
-products as executed (the convention of kernels.study.cost.flops).
+products as executed (the convention of kernels.models.cost.flops).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kernels import catalog
-from kernels.study.cost import flops, transfers
-from kernels.study.point import Point
-from kernels.study.predict import PRODUCTS
-from kernels.study.stage_type import StageCost
+from kernels.models.cost import flops, transfers
+from kernels.models.predict import PRODUCTS
+from kernels.models.stage_type import StageCost
+from kernels.planning.point import Point
 
 HANDOFF_TENSORS = ("S", "P")
 
@@ -35,7 +37,7 @@ def staged() -> tuple[str, ...]:
 def kernel_stages(point: Point, does: Mapping[str, str] = {}) -> list[StageCost]:  # noqa: B006
     """One stage per kernel of the traffic model (as issued where the model gives it): the
     hand-off is its S and P bytes, its footprint the distinct T×T tensors it touches, its
-    products as kernels.study.predict assigns them, and an exponential for every element of
+    products as kernels.models.predict assigns them, and an exponential for every element of
     S it loads (S is loaded only to turn scores into probabilities). ``does``: each kernel's
     work in words, for the tables and pages."""
     moves = transfers(point)

@@ -1,6 +1,8 @@
-"""The expected time of each stage of torch_naive on the machine whose ceilings hold the
+"""How long should each stage of a PyTorch path take on this machine?
+
+The expected time of each stage of torch_naive on the machine whose ceilings hold the
 operations' rates (the ceilings' ``ops``, kernels.measure.op_rates), beside the roofline's
-floor (kernels.study.hierarchy). Pure Python; no torch. Every parameter is a ceiling: no
+floor (kernels.models.hierarchy). Pure Python; no torch. Every parameter is a ceiling: no
 constant is fitted to a stage or an implementation.
 
 A stage's expected time is the fixed cost of one call of its kind (``fixed_us``) plus the time
@@ -21,7 +23,7 @@ exponential and product rates (docs/predictions.md gives the figures).
 
 Which share the cache holds: all of the stage's hand-off while its footprint (the T×T tensors
 it touches) fits in half the largest cache, none past the whole cache, and linearly in
-between (the same edges as the roofline's band, kernels.study.predict.served, read as one
+between (the same edges as the roofline's band, kernels.models.predict.served, read as one
 expected value). Warm, that share runs at the operation's rate inside the cache, or where a
 matrix product wrote the stage's input just before (scale after scores), at its rate on data
 a product has just written (``handed``, slower than a tensor the pass keeps in cache itself
@@ -37,11 +39,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kernels.study import cost
-from kernels.study.point import Point
-from kernels.study.predict import RESIDENT_SHARE
-from kernels.study.stage_type import StageCost
-from kernels.study.stages import stage_names
+from kernels.models import cost
+from kernels.models.predict import RESIDENT_SHARE
+from kernels.models.stage_type import StageCost
+from kernels.models.stages import stage_names
+from kernels.planning.point import Point
 
 KIND = {
     "scores": "product",

@@ -1,4 +1,6 @@
-"""The cost of each kernel (or operation) of a backward as it runs: what it reads and writes,
+"""What does each kernel of a backward read, write and compute?
+
+The cost of each kernel (or operation) of a backward as it runs: what it reads and writes,
 split into the T×T hand-off (P, dP, dS, S) and the rest (Q, K, V, dO, the gradients, the
 rows' statistics), the product FLOPs it executes and its exponentials. Pure Python: no torch,
 no triton.
@@ -14,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kernels import catalog
-from kernels.study.backward_cost import as_issued_backward, executed_flops_backward
-from kernels.study.point import Point
-from kernels.study.stage_type import StageCost
+from kernels.models.backward_cost import as_issued_backward, executed_flops_backward
+from kernels.models.stage_type import StageCost
+from kernels.planning.point import Point
 
 # The standard backward (FlashAttention's Algorithm 3) as five steps, in the order they run
 MATERIALIZED_STEPS = ("dp", "ds", "dv", "dq", "dk")

@@ -1,4 +1,6 @@
-"""The seed's Figure 4, computed: why a softmax over part of a row is not the row's softmax.
+"""Why is a softmax over part of a row not the row's softmax?
+
+The seed's Figure 4, computed: why a softmax over part of a row is not the row's softmax.
 
 A row has four visible scores; the first two are 0. Their final probability depends on the
 two scores not yet seen, and a softmax over the first two alone gives a third answer.

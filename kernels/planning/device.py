@@ -65,14 +65,14 @@ PLANNING_GPU = "H200"
 def largest_cache_bytes(device: str, threads: int | None = None) -> int | None:
     """The cache a hand-off sweep follows: a GPU's L2 as torch reports it (PLANNING_GPU's
     published size where torch sees none), else the CPU's last level as far as a study on
-    ``threads`` threads meets it (the instances those threads touch, kernels.study.cpu_caches;
+    ``threads`` threads meets it (the instances those threads touch, kernels.planning.cpu_caches;
     None: every CPU of the affinity), not its total over the machine; None where neither is
     known."""
     if device == "cuda":
-        from kernels.study.gpus import GPUS
+        from kernels.planning.gpus import GPUS
 
         return torch_cuda().get("l2_bytes") or GPUS[PLANNING_GPU].l2_bytes
-    from kernels.study.cpu_caches import cpu_caches
+    from kernels.planning.cpu_caches import cpu_caches
 
     levels = cpu_caches(threads=threads)["levels"]
     return levels[-1]["study_bytes"] if levels else None
