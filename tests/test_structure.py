@@ -111,7 +111,7 @@ def test_config_readme_documents_every_key_with_its_default():
 
 
 def test_help_lists_every_command_with_defaults_and_imports_no_torch():
-    from kernels.cli import COMMANDS
+    from kernels.cli.commands import COMMANDS
 
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "kernels", "--help"],

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import math
 
+from kernels import catalog
 from kernels.measure.memory import available_bytes
 from kernels.models import cost, expected
 from kernels.planning.launch import build_failure
 from kernels.planning.point import Point
-from kernels.spec import CALL_BUDGET_SECONDS, QUICK_CEILINGS_MARGIN, SDPA_IMPLEMENTATIONS, SLOW_MACHINE
+from kernels.spec import (
+    CALL_BUDGET_SECONDS,
+    DEFAULT_INTERPRETER_LIMIT,
+    QUICK_CEILINGS_MARGIN,
+    REFERENCE,
+    SDPA_IMPLEMENTATIONS,
+    SLOW_MACHINE,
+)
 
 MEMORY_FRACTION = 0.8  # of the memory available when the point starts
 GIB = float(1 << 30)
@@ -167,3 +175,35 @@ def skip_reason(
         or too_slow(point, ceilings, budget_seconds, device)
         or interpreter_too_small(point, device, interpreter_limit)
     )
+
+
+def validation_too_large(impls, dtypes, shapes, device: str) -> str | None:
+    """Why validation cannot run one of ``shapes``, naming the flags (the float64 reference
+    keeps S and P whole; under the interpreter, no larger than measure would run there), or
+    None: refused before anything is allocated."""
+    triton = [name for name in impls if catalog.get(name).triton]
+    have = available_bytes(device)
+    for shape in shapes:
+        flags = (
+            f"--tokens {shape.tokens} --head-dim {shape.head_dim} --batch {shape.batch} --heads {shape.heads}"
+        )
+        need = max(
+            cost.predicted_bytes(
+                Point(impl, shape.batch, shape.heads, shape.tokens, shape.head_dim, dtype, True)
+            )
+            for impl in (REFERENCE, *impls)
+            for dtype in dtypes
+        )
+        if need > MEMORY_FRACTION * have:
+            return (
+                f"validate {flags}: needs about {figure(need / GIB)} GiB (the float64 reference keeps "
+                f"S and P whole), {figure(have / GIB)} GiB available on {device}; give smaller --tokens"
+            )
+        scores = shape.batch * shape.heads * shape.tokens**2
+        if device == "cpu" and triton and scores > DEFAULT_INTERPRETER_LIMIT:
+            return (
+                f"validate {flags}: B·H·T² = {scores:,} score elements, more than the Triton "
+                f"interpreter is given in a study ({DEFAULT_INTERPRETER_LIMIT:,}, measure's "
+                f"--interpreter-limit); give smaller --tokens, or leave {', '.join(triton)} out of --impl"
+            )
+    return None

@@ -5,6 +5,7 @@ run before anything runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -71,6 +72,16 @@ def shapes_for(device: str, backward: bool = False) -> tuple[Shape, ...]:
     if backward:
         return BACKWARD_CUDA_SHAPES if device == "cuda" else BACKWARD_CPU_SHAPES
     return CUDA_SHAPES if device == "cuda" else CPU_SHAPES
+
+
+def backward_shapes(asked: bool, shapes, given: bool, gradient: str, device: str) -> tuple[Shape, ...]:
+    """validate --backward's shapes: the given ``shapes`` (--tokens) with the upstream
+    ``gradient``, or the device's backward cases; none unless ``asked``."""
+    if not asked:
+        return ()
+    if not given:
+        return shapes_for(device, backward=True)
+    return tuple(dataclasses.replace(shape, gradient=gradient) for shape in shapes)
 
 
 def cases(shapes, dtypes, causals) -> list[tuple[Shape, str, bool]]:
