@@ -1,5 +1,5 @@
 """triton_flash's fused backward (kernels.paths.triton_flash.backward): gradients within the
-rule, the forward's log-sum-exp, and the traffic and FLOPs models (kernels.study)."""
+rule, the forward's log-sum-exp, and the traffic and FLOPs models (kernels.models)."""
 
 import inspect
 import math
