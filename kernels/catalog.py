@@ -317,11 +317,10 @@ def _check(entry: Implementation) -> None:
     if entry.stores not in STORES:
         raise PluginError(f"{where}: stores={entry.stores!r}; allowed values are {', '.join(STORES)}")
     for field in ("sp_dtype", "softmax_dtype"):
-        if getattr(entry, field) is not None and getattr(entry, field) not in ELEMENT_BYTES:
+        given = getattr(entry, field)
+        if given is not None and given not in ELEMENT_BYTES:
             allowed = ", ".join(ELEMENT_BYTES)
-            raise PluginError(
-                f"{where}: {field}={getattr(entry, field)!r}; allowed values are {allowed} or None"
-            )
+            raise PluginError(f"{where}: {field}={given!r}; allowed values are {allowed} or None")
     rows = entry.stored_rows
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
         raise PluginError(f"{where}: stored_rows={rows!r}; must be a positive integer or None")

@@ -5,9 +5,8 @@ run before anything runs."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def backward_shapes(asked: bool, shapes, given: bool, gradient: str, device: str
         return ()
     if not given:
         return shapes_for(device, backward=True)
-    return tuple(dataclasses.replace(shape, gradient=gradient) for shape in shapes)
+    return tuple(replace(shape, gradient=gradient) for shape in shapes)
 
 
 def cases(shapes, dtypes, causals) -> list[tuple[Shape, str, bool]]:

@@ -1,7 +1,7 @@
 """Which path of a study is which, from what its records say it is (``stores``, ``triton``,
 ``tile_local``, ``origin``: kernels.catalog.describe), never from its name: the pages find our
-materialized, S-only and fused Triton paths, the tile-local one and the timed PyTorch ones
-by these facts, so a renamed or added path needs no page changed."""
+materialized, S-only and fused Triton paths and the tile-local one by these facts, so a
+renamed or added path needs no page changed."""
 
 from __future__ import annotations
 
@@ -41,10 +41,3 @@ def tile_local_path(*tables: pd.DataFrame) -> str | None:
     """Our tile-local softmax path (wrong on purpose), or None where the study ran none."""
     found = facts(*tables)
     return _first(found, _ours(found) & found["tile_local"].astype(bool))
-
-
-def torch_paths(*tables: pd.DataFrame) -> list[str]:
-    """Our PyTorch paths that store S and P (timed stage by stage on a CPU)."""
-    found = facts(*tables)
-    chosen = _ours(found) & ~found["triton"].astype(bool) & (found["stores"] == "SP")
-    return [str(n) for n in found.loc[chosen.fillna(False).astype(bool), "impl"]]
