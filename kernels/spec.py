@@ -83,6 +83,10 @@ CALL_BUDGET_SECONDS = 30.0
 # do_bench on a GPU: milliseconds of warm-up, then of timed repetitions (L2 flushed between)
 CUDA_WARMUP_MS = 25
 CUDA_REP_MS = 100
+# torch.utils.benchmark's timing on a CPU (kernels.measure.timing): timed runs for at least
+# CPU_MIN_SECONDS before the median may count as stable, and CPU_MIN_SAMPLES for a slow call
+CPU_MIN_SECONDS = 0.2
+CPU_MIN_SAMPLES = 10
 # The materialized paths' stages (kernels.measure.stages): passes of the chain, warm and cold
 # alternating, at least STAGE_MIN_PASSES of each and until STAGE_MIN_SECONDS have gone (at
 # most STAGE_MAX_PASSES; less on a GPU, whose events time each stage to the microsecond); a
@@ -125,7 +129,7 @@ SLOW_MACHINE: dict[str, float] = {"copy_gbps": 1.0, "matmul_tflops": 1e-3}
 QUICK_CEILINGS_MARGIN = 10.0
 
 # The ceilings' sampling of a rate (kernels.measure.warm_rate.warm_times, which the copies and
-# the operations' rates use; kernels.models.budget counts them): blocks of calls for at least
+# the operations' rates use): blocks of calls for at least
 # RATE_MIN_SECONDS and RATE_MIN_SAMPLES blocks, at most RATE_MAX_SECONDS; a rate timed one call
 # at a time (flushed or handed, kernels.measure.op_rates) takes RATE_SINGLE_CALLS calls.
 RATE_MIN_SECONDS = 0.15

@@ -6,6 +6,7 @@ whatever caches the machine running it has."""
 import fcntl
 import os
 import shutil
+import sys
 from pathlib import Path
 
 os.environ.setdefault("ATTNIO_INTERPRET", "1")
@@ -20,6 +21,9 @@ for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import suite_machine  # noqa: E402
 
 os.environ["ATTNIO_SYSFS_CPU"] = str(suite_machine.tree())
+# The workflow's one module of Snakemake's internals (workflow/rules/snakemake_internals.py),
+# importable as Snakemake makes it for the .smk files beside it: their folder on sys.path.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "workflow" / "rules"))
 
 
 import pytest  # noqa: E402

@@ -134,12 +134,14 @@ def test_workflow_plans_with_planning_the_models_and_spec_only():
     files = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
     found = {m for f in files for m in PLANNING_IMPORT.findall(f.read_text())}
     # kernels.io.records: a damaged record is named and remade at planning time (jsonschema only);
-    # kernels.warm.session: the run's warm workers, begun and ended by the hooks (standard library)
+    # kernels.warm.session: the run's warm workers, begun and ended by the hooks (standard library);
+    # kernels.io.run_summary: the run's closing lines (the records, standard library)
     allowed = (
         "kernels.spec",
         "kernels.planning",
         "kernels.models",
         "kernels.io.records",
+        "kernels.io.run_summary",
         "kernels.catalog",
         "kernels.warm.session",
     )

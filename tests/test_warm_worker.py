@@ -21,6 +21,7 @@ import yaml
 from workflow_run import ROOT, seed_ceilings, snakemake, start, worker_processes
 from workflow_run import env as workflow_env
 
+from kernels.io.benchmarks import usage_in
 from kernels.io.compare import differences as record_differences
 from kernels.warm import session
 
@@ -193,6 +194,12 @@ def test_points_share_one_worker_and_their_records_say_so(warm, tmp_path, own_pr
     assert own_process["process"]["warm"] is False and own_process["process"]["points_before"] == 0
     for record in (found[0], found[2]):
         assert differences(record, own_process) == [], "a warm worker's record differs from its own process's"
+    # the command's own CPU time and peak memory in the worker end the job's log (Snakemake's
+    # benchmark sees the thin client); a command run in its own process writes none
+    for record in found:
+        usage = usage_in(record["_log"])
+        assert usage and usage["pid"] == processes[0]["pid"] and usage["cpu_s"] > 0, record["_log"][-2000:]
+    assert usage_in(own_process["_log"]) is None
 
 
 # (implementation, --time-limit, what its record's reason or its job's log says); each ends

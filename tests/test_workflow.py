@@ -436,13 +436,11 @@ def job_stats(output: str) -> dict[str, int]:
 
 @pytest.mark.integration  # make integration, which CI runs after make test
 def test_the_budget_plans_the_jobs_the_ci_study_ran(study):
-    """The budget rule run where the ci study ran: its plan holds every rule's jobs as the
-    run had them, for every point, on the study's device. Whether its time is right is a
+    """The budget rule run where the ci study ran: its plan, Snakemake's dry run with every job
+    forced and the pages the checkpoint adds, holds every rule's jobs as the run had them, each
+    costed from the run's own benchmark record (no calibration). Whether its time is right is a
     benchmark's question, asked on an idle machine (`make estimate-check`,
-    scripts/estimate_check.py): beside the other tests no time can be held to a bound.
-    Outside `make test`: the rule calibrates by running a workflow of its own (17 jobs, a
-    build, a page and a probe among them; 20 s of CPU), which issue 46 replaces with the
-    run's own benchmark records."""
+    scripts/estimate_check.py): beside the other tests no time can be held to a bound."""
     done = snakemake(
         study, "budget", "--forcerun", "budget", "--cores", "2",
         "--configfile", "config/config.yaml", "config/presets/ci.yaml", timeout=900,
@@ -455,6 +453,8 @@ def test_the_budget_plans_the_jobs_the_ci_study_ran(study):
         (study / "snakemake-output.txt").read_text()
     ), said
     assert found["points"] == 37 and found["device"] == "cpu" and found["total_s"] > 0
+    assert found["calibrated_for"] == 0 and found["left_out"] == [], said
+    assert all(e["basis"] == {"benchmark": e["jobs"]} for e in found["rules"].values()), said
 
 
 def test_the_run_ends_with_the_summary_and_the_index_not_the_input_list(study):

@@ -96,7 +96,7 @@ def compile_variant(launch: Launch, target_name: str, artifacts: Path | None) ->
     try:
         if artifacts is None:  # the preflight: the limits only, from Triton's cache where it can
             compiled, ptxas_log = compile_or_recall(src, target, options)
-        else:  # a build: always compiled, its time the budget's calibration (kernels.estimate)
+        else:  # a build: always compiled, its time in the record
             compiled, ptxas_log = compile_with_log(src, target, options, always=True)
     except Exception as err:  # noqa: BLE001 - the compiler's message is the record
         return record | {

@@ -14,12 +14,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import NamedTuple
 
-from kernels.spec import CUDA_REP_MS, CUDA_WARMUP_MS
+from kernels.spec import CPU_MIN_SAMPLES, CPU_MIN_SECONDS, CUDA_REP_MS, CUDA_WARMUP_MS
 
-CPU_MIN_SECONDS = 0.2  # of timed runs before the median may count as stable
 CPU_MAX_SECONDS = 3.0  # after which the measurement stops, stable or not (spread recorded)
 CPU_STABLE_IQR = 0.1  # interquartile range / median at which it is stable
-CPU_MIN_SAMPLES = 10  # a slow call still gets this many samples (within CPU_MAX_SECONDS)
 
 
 class Windows(NamedTuple):

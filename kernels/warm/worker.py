@@ -140,6 +140,47 @@ def run_command(argv: list[str]) -> int:
         return 1
 
 
+class JobUsage:
+    """A command's own use of this process, for the job's log: Snakemake's benchmark of the job
+    sees only its thin client. CPU time is this process's (every thread) and that of the
+    processes it waited for (a compiler's), since the command started; the peak resident
+    memory is the process's since then: Linux's high-water mark is set back to the current
+    size (/proc/self/clear_refs), and where it cannot be, none is said."""
+
+    def __init__(self) -> None:
+        self.cpu = time.process_time() + self._children()
+        try:
+            with open("/proc/self/clear_refs", "w") as handle:
+                handle.write("5")
+            self.peak_reset = True
+        except OSError:
+            self.peak_reset = False
+
+    @staticmethod
+    def _children() -> float:
+        import resource
+
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return used.ru_utime + used.ru_stime
+
+    @staticmethod
+    def _peak_mb() -> float | None:
+        try:
+            with open("/proc/self/status") as handle:
+                for line in handle:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024  # kB
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
+    def line(self) -> str:
+        from kernels.io.benchmarks import usage_line
+
+        cpu = time.process_time() + self._children() - self.cpu
+        return usage_line(os.getpid(), cpu, self._peak_mb() if self.peak_reset else None)
+
+
 class Worker:
     def __init__(self, lane: Lane) -> None:
         from kernels.warm import isolation
@@ -174,7 +215,10 @@ class Worker:
             planned = failed_record(argv)
             if planned:
                 send(conn, event="failed_record", record=planned[0], out=planned[1])
+            usage = JobUsage()
             rc = run_command(argv)
+            with contextlib.suppress(OSError, ValueError):  # the job's log (kernels.io.benchmarks)
+                print(usage.line(), file=sys.stderr, flush=True)
             retired, leaked = isolation.retire_reason(self.pristine, held, threads, self.leak_limit)
             if retired and planned and leaked > self.leak_limit:
                 record_leak(planned, retired)

@@ -443,6 +443,55 @@ def tables_list(tables: list[str]) -> str:
     return f"<h2>Tables</h2><p>Every number of the reports comes from these files.</p><ul>{items}</ul>"
 
 
+# The rules whose command a warm worker runs (kernels.warm.client's commands).
+WARM_RULES = ("measure", "validate", "build", "ceilings", "tile_errors")
+TIME_HEADINGS = {
+    "rule": "rule",
+    "jobs": "jobs",
+    "total_wall_s": "wall s, all jobs",
+    "share_of_wall": "share",
+    "median_wall_s": "median s",
+    "max_wall_s": "longest s",
+    "total_cpu_s": "CPU s",
+    "peak_rss_mb": "peak RSS MiB",
+    "measured_in": "CPU and memory of",
+}
+
+
+def time_spent(by_rule: pd.DataFrame | None, jobs_link: str, rules_link: str) -> str:
+    """Where the run's time went: the jobs' benchmark records added up per rule
+    (kernels.io.benchmarks), the most time first, with links to the two tables."""
+    if by_rule is None:
+        return ""
+    head = "<h2 id='time'>Where the run's time went</h2>"
+    links = f"Every job: {_link(jobs_link, jobs_link)}; per rule: {_link(rules_link, rules_link)}."
+    if by_rule.empty:
+        return f"{head}<p>No job left a benchmark record under benchmarks/. {links}</p>"
+    shown = by_rule.assign(
+        share_of_wall=[f"{number(100 * v)} %" for v in by_rule["share_of_wall"]],
+        **{c: [number(v) for v in by_rule[c]] for c in ("total_wall_s", "median_wall_s", "max_wall_s")},
+        total_cpu_s=[number(v) for v in by_rule["total_cpu_s"]],
+        peak_rss_mb=[number(v, 4) for v in by_rule["peak_rss_mb"]],
+        measured_in=by_rule["measured_in"].fillna(""),
+    )
+    shown = shown[list(TIME_HEADINGS)].rename(columns=TIME_HEADINGS)
+    warm = ", ".join(WARM_RULES)
+    return (
+        f"{head}<p>How long each rule's jobs took, from Snakemake's record of each job (its "
+        "<code>benchmark:</code>, under benchmarks/), the rule with the most time first. A job's "
+        "seconds are its own from start to end, so where jobs ran side by side they add up to "
+        "more than the run took. CPU seconds and peak resident memory are those of the job's "
+        f"processes, but for {warm}: these hand their command to a warm worker, so theirs are "
+        "the worker's for that command (the line it ends the job's log with; the worker's start "
+        "is not counted), and the job's own thin client is in the per-job table. Snakemake "
+        "samples a job's processes every half second, every 30 s after its first 15 s, so a job "
+        "under half a second reads near zero CPU and memory. A job this "
+        "run did not need to run keeps its record from the run that made it. The index and the "
+        f"pack are not counted: their records are written after they end. {links}</p>"
+        f"{_table(shown)}"
+    )
+
+
 def title(notebook: str | os.PathLike) -> str:
     """A report's title: the first heading of its notebook."""
     for cell in inputs.read("notebook", notebook)["cells"]:
@@ -504,10 +553,12 @@ def render(
     stage_times: pd.DataFrame | None = None,
     failed_pages: list[dict] | None = None,
     training: tuple | None = None,
+    time: tuple[pd.DataFrame, str, str] | None = None,
 ) -> str:
     """The index page; ``failed_pages``: each page that did not render (failed_page);
     ``training``: the backward points' table, the training shape's and the crossing's (the
-    backward points are listed and warned about with the forward ones)."""
+    backward points are listed and warned about with the forward ones); ``time``: the
+    benchmarks per rule and the links to the per-job and per-rule tables (time_spent)."""
     failed_pages = failed_pages or []
     forward = metrics
     if training and training[0] is not None and not training[0].empty:
@@ -579,7 +630,8 @@ def render(
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
         f"(click a heading to sort), with its record and the log of its job.</p>"
         f"{points_table(metrics, files or [])}{SORTABLE_SCRIPT}<h2>Build</h2>{_table(build_summary(builds))}"
-        f"<h2>Validation</h2>{_table(validation)}{tables_list(tables or [])}"
+        f"<h2>Validation</h2>{_table(validation)}{time_spent(*(time or (None, '', '')))}"
+        f"{tables_list(tables or [])}"
         f"<h2>Configuration</h2>{_table(sweep_table(config))}<p>{html.escape(settings_line(config))}</p>"
         f"<details><summary>The whole configuration (YAML)</summary><pre>"
         f"{html.escape(config_yaml(config))}</pre></details></body></html>\n"
@@ -599,13 +651,16 @@ def write(
     stage_times_path: str | os.PathLike | None = None,
     outcomes: list[str] | None = None,
     training_paths: tuple | None = None,
+    benchmark_paths: tuple | None = None,
 ) -> None:
     """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb, the
     pages that rendered); ``files``: each point's record and log, ``tables``: the tables behind
     the reports, all relative to results/; ``stage_times_path``: the timed stages (the
     hand-off finding); ``outcomes``: every page's outcome (reports.pages.outcome), each failed
     one named with its first error line and its log; ``training_paths``: backward.csv, the
-    training shape's and the crossing's tables (the Training finding, the backward points)."""
+    training shape's and the crossing's tables (the Training finding, the backward points);
+    ``benchmark_paths``: the benchmarks' per-job and per-rule tables (kernels.io.benchmarks),
+    linked and the per-rule one shown."""
     env = inputs.read("env", env_path)
     metrics = inputs.read("metrics", metrics_path)
     builds = inputs.read("builds", builds_path)
@@ -619,6 +674,11 @@ def write(
         )
     reports = {Path(path).stem: title(path) for path in notebooks}
     failed = failed_pages(outcomes or [], out)
+    time = None
+    if benchmark_paths:
+        jobs_path, rules_path = benchmark_paths
+        here = lambda path: os.path.relpath(path, Path(out).parent)  # noqa: E731
+        time = (inputs.read("benchmarks_by_rule", rules_path), here(jobs_path), here(rules_path))
     page = render(
         env,
         metrics,
@@ -631,5 +691,6 @@ def write(
         stage_times,
         failed,
         training,
+        time,
     )
     write_text_atomic(out, page)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels.io.benchmarks import RULE_COLUMNS
 from kernels.io.tables import POINT_KEY
 
 
@@ -211,6 +212,14 @@ INPUTS = {
         ("tokens", "block_m", "block_n", "head_dim", "error"),
     ),
     "validation": Input("a validation result", "json", ("verdict", "as_expected"), json_type=list),
+    "benchmarks_by_rule": Input(
+        "the jobs' benchmark records added up per rule",
+        "table",
+        RULE_COLUMNS,
+        ("jobs", "total_wall_s", "share_of_wall", "median_wall_s", "max_wall_s", "total_cpu_s")
+        + ("peak_rss_mb",),
+        may_be_blank=True,
+    ),
     "notebook": Input("an executed report", "json", ("cells",)),
 }
 

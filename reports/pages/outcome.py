@@ -110,6 +110,16 @@ def failure_line(result: dict) -> str:
     return f"{result['page']}: {result['error']} ({where})"
 
 
+def failed_pages_line(pages: list[dict]) -> str:
+    """A run's closing line for the pages that failed in it (their outcomes), each with its
+    first error line."""
+    said = "; ".join(f"{page['page']} ({page['error']})" for page in pages)
+    return (
+        f"attnio: {len(pages)} report page(s) did not render: {said}; the index names "
+        "them with their logs, and the next run renders them again"
+    )
+
+
 def is_ok(path: str | os.PathLike) -> bool:
     """Whether the outcome at ``path`` says its page rendered (False when it cannot be read)."""
     try:

@@ -8,6 +8,8 @@ rule build:
         artifacts=directory(f"{RESULTS}/build/{attnio_point.BUILD_PATTERN}"),
     log:
         f"{RESULTS}/logs/build/{attnio_point.BUILD_PATTERN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/build/{attnio_point.BUILD_PATTERN}.tsv"
     conda:
         "../../envs/attnio.yaml"
     resources:
@@ -34,6 +36,8 @@ rule build_table:
         f"{RESULTS}/build.csv",
     log:
         f"{RESULTS}/logs/build_table.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/build_table.tsv"
     conda:
         "../../envs/attnio.yaml"
     script:

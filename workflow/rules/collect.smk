@@ -22,6 +22,8 @@ rule gather:
         f"{RESULTS}/gathered/{{impl}}_{{dtype}}.jsonl",
     log:
         f"{RESULTS}/logs/gather/{{impl}}_{{dtype}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/gather/{{impl}}_{{dtype}}.tsv"
     conda:
         "../../envs/attnio.yaml"
     script:
@@ -44,6 +46,8 @@ rule collect:
         backward_stage_times=f"{RESULTS}/backward_stage_times.csv",
     log:
         f"{RESULTS}/logs/collect.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/collect.tsv"
     conda:
         "../../envs/attnio.yaml"
     script:
@@ -59,6 +63,8 @@ rule model:
         example=f"{RESULTS}/model/softmax_example.json",
     log:
         f"{RESULTS}/logs/model.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/model.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:
@@ -79,6 +85,8 @@ rule predict:
         kernels=f"{RESULTS}/model/predicted_kernels.csv",
     log:
         f"{RESULTS}/logs/predict.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/predict.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:

@@ -15,6 +15,8 @@ import jsonschema
 import yaml
 from snakemake.exceptions import WorkflowError
 
+import snakemake_internals
+
 CONFIG_SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 
 
@@ -133,8 +135,9 @@ def refuse_silent_values(content, source):
 def check_command_line_config():
     """The files given with --configfile and the values of --config, which Snakemake has
     read before this file runs."""
-    paths, values = workflow.overwrite_configfiles, workflow.config_settings.config
-    for path in map(str, paths):
+    paths = snakemake_internals.command_line_configfiles(workflow)
+    values = snakemake_internals.command_line_config(workflow)
+    for path in paths:
         if not os.path.exists(path):
             continue
         refuse_duplicate_keys(path)
@@ -145,7 +148,7 @@ def check_command_line_config():
             continue  # not YAML: Snakemake read it as JSON, or says what is wrong
         if isinstance(content, dict):
             refuse_silent_values(content, f"config file {path}")
-    refuse_silent_values(dict(values), "--config")
+    refuse_silent_values(values, "--config")
 
 
 check_command_line_config()

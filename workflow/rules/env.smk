@@ -4,6 +4,8 @@ rule env:
         f"{RESULTS}/env.json",
     log:
         f"{RESULTS}/logs/env.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/env.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:

@@ -7,6 +7,8 @@ rule ceilings:
         f"{RESULTS}/ceilings.json",
     log:
         f"{RESULTS}/logs/ceilings.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ceilings.tsv"
     conda:
         "../../envs/attnio.yaml"
     threads: machine_threads
@@ -40,6 +42,8 @@ rule measure:
         f"{RESULTS}/points/{attnio_point.POINT_PATTERN}.json",
     log:
         f"{RESULTS}/logs/measure/{attnio_point.POINT_PATTERN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/measure/{attnio_point.POINT_PATTERN}.tsv"
     conda:
         "../../envs/attnio.yaml"
     threads: timed_threads

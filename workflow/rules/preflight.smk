@@ -10,6 +10,8 @@ rule preflight:
         f"{RESULTS}/preflight.json",
     log:
         f"{RESULTS}/logs/preflight.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/preflight.tsv"
     conda:
         "../../envs/attnio.yaml"
     threads: machine_threads

@@ -17,6 +17,8 @@ rule profile_ncu:
         csv=f"{PROFILE}/{{impl}}.csv",
     log:
         f"{RESULTS}/logs/profile/ncu_{{impl}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/profile_ncu/{{impl}}.tsv"
     wildcard_constraints:
         impl="|".join(PROFILED_POINTS) or "none",
     conda:
@@ -48,6 +50,8 @@ rule profile_summary:
         f"{PROFILE}/{{impl}}.json",
     log:
         f"{RESULTS}/logs/profile/summary_{{impl}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/profile_summary/{{impl}}.tsv"
     wildcard_constraints:
         impl="|".join(PROFILED_POINTS) or "none",
     conda:
@@ -81,6 +85,8 @@ rule gpu_tests:
         f"{RESULTS}/profile/gpu_tests.xml",
     log:
         f"{RESULTS}/logs/profile/gpu_tests.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/gpu_tests.tsv"
     conda:
         "../../envs/attnio.yaml"
     resources:

@@ -25,6 +25,8 @@ checkpoint report_notebook:
         notebook=f"{RESULTS}/logs/reports/{{report}}.ipynb",
     log:
         f"{RESULTS}/logs/reports/{{report}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report_notebook/{{report}}.tsv"
     conda:
         "../../envs/attnio.yaml"
     resources:
@@ -58,6 +60,8 @@ rule report_html:
         ),
     log:
         f"{RESULTS}/logs/reports/{{report}}.html.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report_html/{{report}}.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:
@@ -70,7 +74,8 @@ rule report_html:
 rule index:
     """The landing page: the findings, every page that rendered and each that failed (its
     first error line, its log), every point with its record and log, provenance,
-    validation verdicts, the tables behind the reports, the configuration."""
+    validation verdicts, where the run's time went (the jobs' benchmark records, tabled
+    here first: kernels.io.benchmarks), the tables behind the reports, the configuration."""
     input:
         unpack(rendered_pages),
         outcomes=expand(rules.report_notebook.output.outcome, report=REPORTS),
@@ -86,13 +91,25 @@ rule index:
         tables=TABLES,
     output:
         f"{RESULTS}/index.html",
+        # where the run's time went, from every job's benchmark record but the index's and the
+        # pack's (theirs are written after them): a row per job and one per rule
+        benchmarks=f"{RESULTS}/benchmarks.csv",
+        benchmarks_by_rule=f"{RESULTS}/benchmarks_by_rule.csv",
     log:
         f"{RESULTS}/logs/index.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/index.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:
         files=point_files,
         tables=[os.path.relpath(table, RESULTS) for table in TABLES],
+        # the records' folder and the jobs' logs (results/benchmarks and results/logs, beside
+        # benchmarks.csv)
+        benchmarks=lambda wc, output: str(Path(output.benchmarks).with_suffix("")),
+        logs=lambda wc, output: str(Path(output.benchmarks).parent / "logs"),
+        # their records are those of the run before: each is written once its job has ended
+        not_yet=["index", "pack"],
     script:
         "../scripts/index.py"
 
@@ -105,6 +122,8 @@ rule pack:
         unpack(rendered_pages),
         index=rules.index.output[0],
         tables=TABLES,
+        # linked from the index: asked for here, so that a deleted one is made again
+        benchmarks=[rules.index.output.benchmarks, rules.index.output.benchmarks_by_rule],
     output:
         report(
             directory(f"{RESULTS}/packed/index"),
@@ -115,6 +134,8 @@ rule pack:
         ),
     log:
         f"{RESULTS}/logs/pack.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/pack.tsv"
     conda:
         "../../envs/attnio.yaml"
     script:

@@ -15,6 +15,8 @@ rule predict_stages:
         f"{RESULTS}/model/stage_predictions.csv",
     log:
         f"{RESULTS}/logs/predict_stages.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/predict_stages.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:
@@ -35,6 +37,8 @@ rule backward_model:
         training=f"{RESULTS}/model/training_memory.csv",
     log:
         f"{RESULTS}/logs/backward_model.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/backward_model.tsv"
     conda:
         "../../envs/attnio.yaml"
     params:

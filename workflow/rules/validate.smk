@@ -11,6 +11,8 @@ rule validate:
         f"{RESULTS}/validate/{attnio_point.VALIDATION_PATTERN}.json",
     log:
         f"{RESULTS}/logs/validate/{attnio_point.VALIDATION_PATTERN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/validate/{attnio_point.VALIDATION_PATTERN}.tsv"
     conda:
         "../../envs/attnio.yaml"
     resources:
@@ -49,6 +51,8 @@ rule tile_errors:
         f"{RESULTS}/tile_errors.csv",
     log:
         f"{RESULTS}/logs/tile_errors.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tile_errors.tsv"
     conda:
         "../../envs/attnio.yaml"
     resources:

@@ -1,0 +1,193 @@
+"""Where a run's time went (kernels.io.benchmarks): every rule that runs code has a
+``benchmark:`` record spelled as its log is, the records of a small made-up run read into a
+table per job and one per rule, a warm worker's own use taken from the job's log, and the
+index's section that shows them."""
+
+import re
+import time
+
+import pandas as pd
+import pytest
+from workflow_run import ROOT
+
+from kernels.io import benchmarks
+from reports.pages import index
+
+HEAD = "\t".join(benchmarks.RECORD_COLUMNS) + "\n"
+
+
+def record(path, *rows):
+    """A benchmark record as Snakemake writes it: a header, a row per repeat
+    (s, cpu_time, max_rss, io_in, io_out; None: NA, a job too short to be sampled)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for s, cpu, rss, io_in, io_out in rows:
+        na = lambda v: "NA" if v is None else str(v)  # noqa: E731
+        lines.append(
+            "\t".join(
+                [str(s), "0:00:01", na(rss), na(rss), na(rss), na(rss), na(io_in), na(io_out), "50", na(cpu)]
+            )
+        )
+    path.write_text(HEAD + "".join(line + "\n" for line in lines))
+
+
+POINT = "triton_flash/float16/B1-H1-T16-d16-causal-bm16-bn32-normal"
+OTHER = "sdpa/float32/B1-H1-T100-d16-causal-na-normal"
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A made-up run's results/: records of rules with and without wildcards, one repeated,
+    one not sampled, the index's own (left out), a file that is no record, and the warm
+    worker's line in one measure job's log."""
+    folder = tmp_path / "results"
+    marks = folder / "benchmarks"
+    record(marks / "env.tsv", (1.5, 1.2, 80.0, 0.1, 0.2))
+    record(marks / "measure" / f"{POINT}.tsv", (4.0, 0.3, 40.0, 0.0, 0.0))
+    record(marks / "measure" / f"{OTHER}.tsv", (2.0, 1.9, 300.0, 1.0, 0.5))
+    record(marks / "gather" / "sdpa_float32.tsv", (0.01, None, None, None, None))
+    record(marks / "report_notebook" / "storage.tsv", (6.0, 5.0, 200.0, 1, 1), (8.0, 7.0, 250.0, 1, 1))
+    record(marks / "index.tsv", (100.0, 1.0, 10.0, 0, 0))
+    (marks / "notes.tsv").write_text("not a record\n")
+    log = folder / "logs" / "measure" / f"{POINT}.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("measure: ok\n" + benchmarks.usage_line(4242, 3.25, 512.34) + "\n")
+    return folder
+
+
+def test_every_rule_that_runs_code_has_a_benchmark_spelled_as_its_log():
+    """<rule>.tsv without wildcards, else <rule>/<the log's wildcards>.tsv; where the log is
+    logs/<rule>/<job>.log (the warm jobs'), the benchmark mirrors it exactly, so that the
+    table finds the worker's line in the job's log."""
+    checked = []
+    for smk in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        text = smk.read_text()
+        for block in re.split(r"^(?=(?:rule|checkpoint) )", text, flags=re.M)[1:]:
+            rule = re.match(r"(?:rule|checkpoint) (\w+):", block)[1]
+            runs = re.search(r"^    (shell|script|run|notebook):", block, re.M)
+            mark = re.search(r'^    benchmark:\n        f"\{RESULTS\}/benchmarks/(.*)"$', block, re.M)
+            if not runs or (rule == "budget" and not mark):  # budget's is its own change's
+                continue
+            assert mark, f"{smk.name}: rule {rule} runs code and has no benchmark"
+            log = re.search(r'^    log:\n        f"\{RESULTS\}/logs/(.*)\.log",$', block, re.M)[1]
+            wildcards = sorted(re.findall(r"\{[^}]*\}", log))
+            if not wildcards:
+                assert mark[1] == f"{rule}.tsv", rule
+            else:
+                assert mark[1].startswith(f"{rule}/") and mark[1].endswith(".tsv"), rule
+                assert sorted(re.findall(r"\{[^}]*\}", mark[1])) == wildcards, rule
+            if log.startswith(f"{rule}/"):
+                assert mark[1] == f"{log}.tsv", rule
+            checked.append(rule)
+    assert set(checked) - {"budget"} == {
+        *("env", "build", "build_table", "preflight", "validate", "tile_errors", "ceilings", "measure"),
+        *("gather", "collect", "model", "predict", "predict_stages", "backward_model"),
+        *("report_notebook", "report_html", "index", "pack", "profile_ncu", "profile_summary", "gpu_tests"),
+    }
+
+
+def test_each_job_is_a_row_and_a_warm_workers_line_replaces_its_clients_use(results):
+    rows = benchmarks.job_rows(results / "benchmarks", results / "logs", leave_out=["index"])
+    by_job = {(r["rule"], r["job"]): r for r in rows}
+    assert set(by_job) == {
+        ("env", "env"),
+        ("measure", POINT),
+        ("measure", OTHER),
+        ("gather", "sdpa_float32"),
+        ("report_notebook", "storage"),
+    }
+    assert all(list(r) == list(benchmarks.JOB_COLUMNS) for r in rows)
+    warm = by_job["measure", POINT]
+    assert (warm["wall_s"], warm["cpu_s"], warm["max_rss_mb"]) == (4.0, 3.25, 512.3)
+    assert warm["measured_in"] == "warm worker"
+    assert (warm["client_cpu_s"], warm["client_max_rss_mb"], warm["io_in_mb"]) == (0.3, 40.0, None)
+    assert warm["benchmark"] == f"benchmarks/measure/{POINT}.tsv"
+    cold = by_job["measure", OTHER]
+    assert (cold["cpu_s"], cold["max_rss_mb"], cold["client_cpu_s"]) == (1.9, 300.0, None)
+    assert cold["measured_in"] == "job"
+    repeated = by_job["report_notebook", "storage"]  # the mean of the repeats, the peak's largest
+    assert (repeated["wall_s"], repeated["cpu_s"], repeated["max_rss_mb"]) == (7.0, 6.0, 250.0)
+    unsampled = by_job["gather", "sdpa_float32"]
+    assert (unsampled["wall_s"], unsampled["cpu_s"], unsampled["max_rss_mb"]) == (0.01, None, None)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", repeated["finished"])
+
+
+def test_rules_are_added_up_the_most_time_first(results):
+    rules = benchmarks.rule_rows(benchmarks.job_rows(results / "benchmarks", results / "logs", ["index"]))
+    assert [r["rule"] for r in rules] == ["report_notebook", "measure", "env", "gather"]
+    measure = rules[1]
+    assert (measure["jobs"], measure["total_wall_s"], measure["median_wall_s"], measure["max_wall_s"]) == (
+        2,
+        6.0,
+        3.0,
+        4.0,
+    )
+    assert (measure["total_cpu_s"], measure["peak_rss_mb"]) == (5.15, 512.3)
+    assert measure["measured_in"] == "job, warm worker"
+    assert measure["share_of_wall"] == round(6.0 / (7.0 + 6.0 + 1.5 + 0.01), 3)
+    gather = rules[-1]
+    assert (gather["total_cpu_s"], gather["peak_rss_mb"]) == (None, None)
+
+
+def test_the_tables_are_written_and_read_back_by_the_index(results, tmp_path):
+    jobs_csv, rules_csv = results / "benchmarks.csv", results / "benchmarks_by_rule.csv"
+    benchmarks.write_tables(results / "benchmarks", results / "logs", jobs_csv, rules_csv, ["index"])
+    jobs, rules = pd.read_csv(jobs_csv), pd.read_csv(rules_csv)
+    assert list(jobs.columns) == list(benchmarks.JOB_COLUMNS) and len(jobs) == 5
+    assert list(rules.columns) == list(benchmarks.RULE_COLUMNS) and len(rules) == 4
+    assert "index" not in set(jobs["rule"])
+
+    section = index.time_spent(rules, "benchmarks.csv", "benchmarks_by_rule.csv")
+    assert "<h2 id='time'>Where the run's time went</h2>" in section
+    assert "<a href='benchmarks.csv'>" in section and "<a href='benchmarks_by_rule.csv'>" in section
+    assert "warm worker" in section and "The index and the pack are not counted" in section
+    cells = re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td><td>([\d.,]+)</td><td>([\d.]+) %</td>", section)
+    assert cells[:2] == [("report_notebook", "1", "7", "48.2"), ("measure", "2", "6", "41.4")]
+
+    empty = tmp_path / "none"
+    benchmarks.write_tables(empty, None, empty.with_suffix(".jobs.csv"), empty.with_suffix(".rules.csv"))
+    assert empty.with_suffix(".rules.csv").read_text() == ",".join(benchmarks.RULE_COLUMNS) + "\n"
+    from reports.pages import inputs
+
+    none = index.time_spent(inputs.read("benchmarks_by_rule", empty.with_suffix(".rules.csv")), "a", "b")
+    assert "No job left a benchmark record" in none
+
+
+def test_the_usage_line_reads_back_and_a_log_without_one_has_none(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(
+        benchmarks.usage_line(7, 0.5, None) + "\ntraceback...\n" + benchmarks.usage_line(7, 1.5, 2.0)
+    )
+    assert benchmarks.read_usage(log) == {"pid": 7, "cpu_s": 1.5, "max_rss_mb": 2.0}
+    log.write_text(benchmarks.usage_line(7, 0.5, None))
+    assert benchmarks.read_usage(log) == {"pid": 7, "cpu_s": 0.5, "max_rss_mb": None}
+    log.write_text("measure: ok\n")
+    assert benchmarks.read_usage(log) is None
+    assert benchmarks.read_usage(tmp_path / "missing.log") is None
+
+
+def resident_mb(key: str) -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith(f"{key}:"))
+
+
+def test_a_warm_worker_counts_its_command_alone():
+    """The worker's use for one command: its CPU since the command started, and its peak
+    resident memory since then (Linux's high-water mark set back first)."""
+    from kernels.warm.worker import JobUsage
+
+    held = b"\x01" * (96 << 20)  # before the command: a peak it must not report
+    del held
+    usage = JobUsage()
+    spent = time.process_time()
+    while time.process_time() - spent < 0.2:
+        pass
+    if not usage.peak_reset:
+        assert benchmarks.usage_in(usage.line())["max_rss_mb"] is None
+        return
+    before = resident_mb("VmRSS")
+    block = b"\x01" * (32 << 20)
+    found = benchmarks.usage_in(usage.line())
+    del block
+    assert 0.2 <= found["cpu_s"] < 5
+    assert before + 30 <= found["max_rss_mb"] < before + 80
