@@ -50,18 +50,16 @@ def followers(jobs: list[budget.Job], after: dict[str, str]) -> list[budget.Job]
     rule), one per checkpoint job, with the checkpoint's wildcards and benchmark folder."""
     added = []
     for job in [j for j in jobs if j.checkpoint and j.rule in after]:
-        rule, path = after[job.rule], job.benchmark
-        benchmark = path and path.replace(f"/{job.rule}/", f"/{rule}/")
-        added.append(
-            budget.Job(rule, f"{job.jobid}+", benchmark=benchmark, wildcards=job.wildcards, after=[job.jobid])
-        )
+        follower = budget.Job(after[job.rule], f"{job.jobid}+", wildcards=job.wildcards, after=[job.jobid])
+        follower.benchmark = job.benchmark and job.benchmark.replace(f"/{job.rule}/", f"/{follower.rule}/")
+        added.append(follower)
     for job in jobs:  # what waits for the checkpoint waits for its followers too
         job.after += [f.jobid for f in added if f.after[0] in job.after]
     return jobs + added
 
 
 def calibration_sweep(points: list[Point]) -> list[dict]:
-    """One grid per path and pass of the study: its smallest point."""
+    """One grid per path and pass of the study, its smallest point; the smallest grid first."""
     smallest: dict[tuple, Point] = {}
     for p in sorted(points, key=lambda p: (p.groups * p.tokens**2 * p.head_dim, p.name)):
         smallest.setdefault((p.impl, p.direction), p)
@@ -74,10 +72,10 @@ def calibration_sweep(points: list[Point]) -> list[dict]:
     return grids
 
 
-def calibrate(smk, config: dict, points: list[Point]) -> tuple[list[budget.Job], dict | None]:
-    """The study's workflow on a calibration sweep of ``points`` in a scratch folder, up to
-    the tables and one page: its jobs costed from their records, and its ceilings."""
-    config = config | {"sweep": calibration_sweep(points)}
+def calibrate(smk, config: dict, sweep: list[dict]) -> tuple[list[budget.Job], dict | None]:
+    """The study's workflow on a calibration ``sweep`` in a scratch folder, up to the tables
+    and one page: its jobs costed from their records, and its ceilings."""
+    config = config | {"sweep": sweep}
     with tempfile.TemporaryDirectory(prefix="attnio-budget-") as folder:
         jobs, _ = plan(smk, folder, config, *smk.params.calibration_targets)
         jobs = followers(jobs, smk.params.followers)
@@ -98,16 +96,18 @@ def work(wildcards: dict, machine: budget.Machine) -> float:
     return budget.point_work(point, machine, interpreted)
 
 
-def measure_adjustment(pool: list[budget.Job], machine, records):
+def measure_adjustment(pool: list[budget.Job], machine: budget.Machine, rehearsal: bool):
     """A measure job's seconds from a related record's: the record's, plus the model's work of
-    the job's point (on ``machine``) less the record's point's (on ``records``, the machine the
-    records were made on); never less than a job doing nothing. None for other rules."""
+    the job's point less the record's point's; never less than a job doing nothing. In a
+    rehearsal (a GPU study planned here, without one) the records' points did no work: they
+    were skipped. None for other rules."""
     start = min((j.seconds for j in pool if j.rule == "measure"), default=0.0)
 
     def adjusted(job: budget.Job, kin: budget.Job) -> float | None:
         if job.rule != "measure":
             return None
-        return max(start, kin.seconds + work(job.wildcards, machine) - work(kin.wildcards, records))
+        theirs = 0.0 if rehearsal else work(kin.wildcards, machine)
+        return max(start, kin.seconds + work(job.wildcards, machine) - theirs)
 
     return adjusted
 
@@ -151,12 +151,13 @@ def main(smk) -> dict:
     unknown = [j for j in jobs if not j.basis and not any(budget.related(r, j) for r in pool)]
     if unknown:
         unmeasured = [Point.from_wildcards(j.wildcards) for j in unknown if j.rule == "measure"]
-        calibrated, calibrated_ceilings = calibrate(smk, params.config, unmeasured or points[:1])
+        sweep = calibration_sweep(unmeasured) if unmeasured else calibration_sweep(points)[:1]
+        calibrated, calibrated_ceilings = calibrate(smk, params.config, sweep)
         pool, ceilings = pool + calibrated, ceilings or calibrated_ceilings
     study = machine(smk, params.device, ceilings, gpu)
-    records = machine(smk, "cuda" if here else "cpu", ceilings, gpu)  # where the records were made
-    left_out = budget.cost_jobs(jobs, pool, measure_adjustment(pool, study, records))
-    if params.device == "cuda" and not here:
+    rehearsal = params.device == "cuda" and not here
+    left_out = budget.cost_jobs(jobs, pool, measure_adjustment(pool, study, rehearsal))
+    if rehearsal:
         left_out.append("a rehearsal: no GPU here, so the records are this machine's")
     found = budget.estimate(jobs, params.cores, snakemake_s, left_out)
     skipped = [why for p in points if (why := budget.skipped(p, study))]

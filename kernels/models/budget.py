@@ -161,7 +161,9 @@ def point_work(point: Point, machine: Machine, interpreted: float = 0.0) -> floa
     call = call_seconds(point, machine)
     candidates = catalog.get(point.impl).hook("launch_candidates")
     launches = len(candidates(point)) if candidates and machine.device == "cuda" else 1
-    check = 4 * point.groups * point.tokens**2 * point.head_dim / 1e11  # float64 at 100 GFLOP/s
+    # the float64 check of the output: the definition's two products at half the float32 rate
+    tflops = machine.gpu.fp32_flops / 1e12 if machine.gpu else (machine.ceilings or {}).get("matmul_tflops")
+    check = 4 * point.groups * point.tokens**2 * point.head_dim / ((tflops or 0.1) * 1e12 / 2)
     return launches * timing_window(call, machine) + call + check
 
 
