@@ -3,6 +3,7 @@ Snakemake's printed plan read back job by job, each job costed from its own benc
 else from the calibration's records of its rule, the jobs scheduled as the workflow runs them;
 the shipped GPU study, as Snakemake plans it, within its limit on a slow GPU host."""
 
+import json
 import subprocess
 import sys
 
@@ -178,3 +179,18 @@ def test_the_gpu_study_fits_its_limit_on_a_slow_gpu_host(tmp_path):
     assert rules["rules"]["measure"]["jobs"] == 74 and rules["rules"]["validate"]["jobs"] == 10
     assert all(j.gpu for j in jobs if j.rule in ("measure", "validate"))
     assert rules["total_s"] < GPU_STUDY_SECONDS, "\n".join(budget.summary(rules | {"points": 74}))
+
+
+@pytest.mark.integration  # make integration: a calibration of about 45 s
+def test_the_gpu_studys_estimate_is_made_in_a_rehearsal(tmp_path):
+    """`scripts/gpu_study.sh --rehearse` makes the GPU study's estimate on a machine without a
+    GPU: Snakemake's plan of it on an H200, calibrated here (its points skipped: no CUDA), and
+    said to be a rehearsal."""
+    command = [sys.executable, "-m", "snakemake", "budget", "--cores", "2", "--directory", str(tmp_path)]
+    command += ["--configfile", "config/config.yaml", "config/presets/gpu_study.yaml"]
+    done = subprocess.run(command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads((tmp_path / "results" / "budget.json").read_text())
+    said = "\n".join(found["summary"])
+    assert (found["gpu"], found["points"], found["rules"]["measure"]["jobs"]) == ("H200", 74, 74), said
+    assert found["calibrated_for"] > 0 and "a rehearsal" in said and 0 < found["total_s"] < 480, said
