@@ -3,6 +3,7 @@ each is checked as, and which of them are damaged; plain Python, no Snakemake ru
 own use of them is tested on the shared study: tests/test_workflow_copies.py)."""
 
 import json
+from dataclasses import replace
 
 from kernels.io.records import table_schemas
 from kernels.planning.leaves import (
@@ -19,7 +20,12 @@ FLASH_T100 = Point("triton_flash", 1, 1, 100, 16, "float16", False, 16, 32)
 
 
 def test_a_leafs_name_says_what_it_holds():
-    assert record_fields(FLASH) == {"impl": "triton_flash", **FLASH.shape(), "inputs": "normal"}
+    assert record_fields(FLASH) == {
+        "impl": "triton_flash",
+        **FLASH.shape(),
+        "inputs": "normal",
+        "pass": "forward",
+    }
     assert verdict_fields(FLASH) == {"impl": "triton_flash", "dtype": "float16", "block_m": 16, "block_n": 32}
 
 
@@ -61,6 +67,18 @@ def test_damage_is_named_and_a_missing_or_unchecked_file_is_none(tmp_path):
     assert set(found) == {str(cut), str(record)}
     assert found[str(cut)] == f"{cut}: does not end its HTML document (cut short?)"
     assert found[str(record)].startswith(f"{record}: ")
+
+
+def test_a_record_without_a_pass_is_a_forward_one():
+    from kernels.io.records import _disagreement
+
+    backward = record_fields(replace(FLASH, direction="backward"))
+    assert (
+        _disagreement({**FLASH.shape(), "impl": "triton_flash", "inputs": "normal"}, record_fields(FLASH))
+        is None
+    )
+    said = _disagreement({**FLASH.shape(), "impl": "triton_flash", "inputs": "normal"}, backward)
+    assert said == "says pass='forward', but its file name says pass='backward'"
 
 
 def test_a_record_that_disagrees_with_its_name_is_damaged(tmp_path):

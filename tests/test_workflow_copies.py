@@ -29,6 +29,8 @@ def damaged(text: str, how: str) -> str:
         return text[: len(text) // 3]
     if how == "NaN":
         return text.replace('"max_abs_error": ', '"max_abs_error": NaN, "was": ', 1)
+    if how == "another pass":  # a backward's numbers where a forward's were, or the reverse
+        return text.replace('"pass": "backward"', '"pass": "forward"', 1)
     return text.replace('"status": "ok"', '"status": "fine"', 1)  # off the schema
 
 
@@ -234,6 +236,7 @@ DAMAGED_RECORDS = {
     "points/triton_naive/float16/B1-H1-T16-d16-full-bm16-bn32-normal.json": "cut short",
     "points/torch_naive/float16/B1-H1-T16-d16-causal-na-normal.json": "NaN",
     "points/sdpa/float16/B1-H1-T16-d16-full-na-normal.json": "off the schema",
+    "points/sdpa/float16/B1-H1-T100-d16-causal-na-normal-backward.json": "another pass",
 }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from kernels.io.atomic import write_text_atomic
 from kernels.io.seal import broken_seal
+from kernels.spec import DEFAULT_PASS
 
 SCHEMA = resources.files("kernels.io") / "metrics.schema.json"
 
@@ -106,6 +107,9 @@ def load_json(path: str | os.PathLike, *, strict: bool = True):
 # in every row of a validation result), or a function of the value that returns what
 # disagrees (None when nothing does).
 Expect = Mapping[str, Any] | Callable[[Any], str | None] | None
+# What a field a record may leave out says when it is absent (metrics.schema.json): a record
+# without a pass is a forward one.
+ABSENT_MEANS = {"pass": DEFAULT_PASS}
 
 
 def _disagreement(value: Any, expect: Expect) -> str | None:
@@ -116,9 +120,10 @@ def _disagreement(value: Any, expect: Expect) -> str | None:
     rows = value if isinstance(value, list) else [value]
     for number, row in enumerate(rows):
         for field, wanted in expect.items():
-            if row.get(field) != wanted:
+            said = row.get(field, ABSENT_MEANS.get(field))
+            if said != wanted:
                 where = f"row {number} says" if isinstance(value, list) else "says"
-                return f"{where} {field}={row.get(field)!r}, but its file name says {field}={wanted!r}"
+                return f"{where} {field}={said!r}, but its file name says {field}={wanted!r}"
     return None
 
 

@@ -20,8 +20,9 @@ Leaf = tuple[str | None, object]
 
 
 def record_fields(point: Point) -> dict:
-    """What a point's file name says its record holds."""
-    return {"impl": point.impl, **point.shape(), "inputs": point.inputs}
+    """What a point's file name says its record holds: a record that says another pass than
+    its name (a backward's numbers in a forward's place) is as damaged as one of another shape."""
+    return {"impl": point.impl, **point.shape(), "inputs": point.inputs, "pass": point.direction}
 
 
 def verdict_fields(point: Point) -> dict:
