@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
+from kernels.io.benchmarks import WORKER
 from kernels.io.tables import POINT_KEY as TABLE_KEY
 from reports.pages import handoff_text, inputs, outcome
 from reports.pages import training as training_page
@@ -443,8 +444,6 @@ def tables_list(tables: list[str]) -> str:
     return f"<h2>Tables</h2><p>Every number of the reports comes from these files.</p><ul>{items}</ul>"
 
 
-# The rules whose command a warm worker runs (kernels.warm.client's commands).
-WARM_RULES = ("measure", "validate", "build", "ceilings", "tile_errors")
 TIME_HEADINGS = {
     "rule": "rule",
     "jobs": "jobs",
@@ -475,13 +474,14 @@ def time_spent(by_rule: pd.DataFrame | None, jobs_link: str, rules_link: str) ->
         measured_in=by_rule["measured_in"].fillna(""),
     )
     shown = shown[list(TIME_HEADINGS)].rename(columns=TIME_HEADINGS)
-    warm = ", ".join(WARM_RULES)
+    warm = ", ".join(by_rule.loc[by_rule["measured_in"].fillna("").str.contains(WORKER), "rule"]) or "none"
     return (
         f"{head}<p>How long each rule's jobs took, from Snakemake's record of each job (its "
         "<code>benchmark:</code>, under benchmarks/), the rule with the most time first. A job's "
         "seconds are its own from start to end, so where jobs ran side by side they add up to "
         "more than the run took. CPU seconds and peak resident memory are those of the job's "
-        f"processes, but for {warm}: these hand their command to a warm worker, so theirs are "
+        f"processes, but for the rules measured in a warm worker ({warm}): these hand their "
+        "command to a worker, so theirs are "
         "the worker's for that command (the line it ends the job's log with; the worker's start "
         "is not counted), and the job's own thin client is in the per-job table. Snakemake "
         "samples a job's processes every half second, every 30 s after its first 15 s, so a job "
