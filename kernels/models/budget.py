@@ -8,15 +8,14 @@ Python: no torch, no triton."""
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from kernels import catalog
+from kernels.io.benchmarks import read_record
 from kernels.models import cost, expected, predict
 from kernels.planning.gpus import Gpu
 from kernels.planning.point import Point
@@ -91,16 +90,6 @@ def planned_jobs(text: str) -> list[Job]:
     return jobs
 
 
-def benchmark_seconds(path: str | Path | None) -> float | None:
-    """A job's wall time from its ``benchmark:`` record (the mean over its repeats), or None."""
-    try:
-        with open(path or "", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        return statistics.fmean(float(row["s"]) for row in rows) if rows else None
-    except (OSError, KeyError, ValueError):
-        return None
-
-
 def interpreted_launch(kernel: str, grid: tuple[int, ...], constants: dict, tokens: int) -> float:
     """Interpreted seconds of one launch: each program streams its key tiles (up to the
     diagonal when causal) or its row blocks; a kernel whose loop is unknown, one per program."""
@@ -170,8 +159,8 @@ def point_work(point: Point, machine: Machine, interpreted: float = 0.0) -> floa
 def recorded(jobs: list[Job]) -> list[Job]:
     """The jobs the last run here left a benchmark record for, costed from it."""
     for job in jobs:
-        if (own := benchmark_seconds(job.benchmark)) is not None:
-            job.seconds, job.basis = own, "benchmark"
+        if job.benchmark and (own := read_record(job.benchmark)):
+            job.seconds, job.basis = own["wall_s"], "benchmark"
     return [job for job in jobs if job.basis == "benchmark"]
 
 
