@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES
+from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES, INFERENCE_DIMS
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
@@ -104,6 +104,10 @@ class Implementation:
     sp_dtype: str | None = None  # dtype S and P are stored in; None: the input dtype
     stored_rows: int | None = None  # query rows whose S and P exist at once; None: all T
     options: frozenset[str] = frozenset()  # keyword options beyond the common arguments
+    # The inference dimensions it takes (kernels.spec.INFERENCE_DIMS): "query_tokens", q with
+    # fewer rows than k and v (causal aligned to the end); "kv_heads", k and v with fewer heads
+    # than q, each serving a group of query heads. A point with one it does not take is skipped.
+    takes: frozenset[str] = frozenset()
     traffic_model: TrafficModel | str | None = None  # a callable or "module:function"
     # A Triton kernel's launches for the build stage to compile ahead of time: a callable
     # (q, k, v, *, causal, block_m, block_n, **options) → [kernels.impl.triton.launch.Launch]
@@ -145,6 +149,17 @@ class Implementation:
     # Its backward's steps one by one, for the stage timing: (q, k, v, do, causal[, block_m,
     # block_n], **options) → ([(stage, run)], (dQ, dK, dV)), named as backward_stage_model's
     backward_stages: Callable[..., tuple] | str | None = None
+
+    def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
+        """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
+        asked = [dim for dim, given in zip(INFERENCE_DIMS, (query_tokens, kv_heads)) if given]
+        missing = [dim for dim in asked if dim not in self.takes]
+        if not missing:
+            return None
+        return (
+            f"impl={self.name!r} does not take {' or '.join(missing)} (its registration's takes= "
+            f"lists {', '.join(sorted(self.takes)) or 'neither'})"
+        )
 
     def backward_reason(self) -> str | None:
         """Why a gradient cannot be taken through it, or None where it can."""
@@ -222,6 +237,7 @@ def implementation(
     sp_dtype: str | None = None,
     stored_rows: int | None = None,
     options: Iterable[str] = (),
+    takes: Iterable[str] = (),
     traffic_model: TrafficModel | str | None = None,
     launches: Callable[..., list] | str | None = None,
     stages: Callable[..., tuple] | str | None = None,
@@ -258,6 +274,7 @@ def implementation(
             sp_dtype=sp_dtype,
             stored_rows=stored_rows,
             options=_names_of(options, name),
+            takes=_names_of(takes, name, "takes"),
             traffic_model=traffic_model,
             launches=launches,
             stages=stages,
@@ -286,9 +303,9 @@ def implementation(
     return register
 
 
-def _names_of(options: Iterable[str], name: str) -> frozenset[str]:
+def _names_of(options: Iterable[str], name: str, field: str = "options") -> frozenset[str]:
     if isinstance(options, str) or not all(isinstance(o, str) for o in options):
-        raise PluginError(f"implementation {name!r}: options={options!r}; give a list of option names")
+        raise PluginError(f"implementation {name!r}: {field}={options!r}; give a list of names")
     return frozenset(options)
 
 
@@ -313,6 +330,10 @@ def _check(entry: Implementation) -> None:
         raise PluginError(
             f"{where}: twin={entry.twin!r} is not a registered implementation that stores S and P; "
             f"those registered: {', '.join(stored)}"
+        )
+    if not entry.takes <= set(INFERENCE_DIMS):
+        raise PluginError(
+            f"{where}: takes={sorted(entry.takes)!r}; allowed names are {', '.join(INFERENCE_DIMS)}"
         )
     if entry.stores not in STORES:
         raise PluginError(f"{where}: stores={entry.stores!r}; allowed values are {', '.join(STORES)}")

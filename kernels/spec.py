@@ -68,6 +68,13 @@ LARGE_GRADIENT = 8192.0
 # its path keeps, then the backward from a fresh random dO (timed alone and with the forward).
 PASSES: tuple[str, ...] = ("forward", "backward")
 DEFAULT_PASS = "forward"
+# The inference dimensions a point may add to the square problem (B, H, T, d): query_tokens,
+# the queries per sequence against its T keys (absent: T; 1: decode against a KV cache; a few:
+# chunked prefill, speculative decoding), and kv_heads, the heads of K and V that groups of
+# query heads share (absent: H; 1: multi-query). Causal with fewer queries than keys is aligned
+# to the end, as FlashAttention aligns it: query i sees key j iff j <= i + T - query_tokens.
+# An implementation takes those it registers (kernels.catalog ``takes``).
+INFERENCE_DIMS: tuple[str, ...] = ("query_tokens", "kv_heads")
 
 # Bounds on what a configuration may ask for. Tokens: 2²⁴ (16,777,216), beyond the longest
 # context any model is trained on; a point that large is still planned and then skipped for

@@ -53,8 +53,15 @@ def test_unknown_impl():
 
 def test_mismatched_shapes_and_dtypes():
     q, k, v = qkv()
-    with pytest.raises(ValueError, match=r"k.shape=\(1, 1, 9, 16\) must equal q.shape"):
+    with pytest.raises(ValueError, match=r"v.shape=\(1, 1, 8, 16\) must equal k.shape=\(1, 1, 9, 16\)"):
         call(q, qkv(T=9)[1], v)
+    with pytest.raises(ValueError, match=r"k.shape=\(1, 1, 8, 32\) must be \(B, kv_heads, T, d\) with q's B=1 and d=16"):
+        call(q, *qkv(d=32)[1:])
+    three = make_qkv(1, 3, 8, 16, torch.float16, "cpu", 0)
+    with pytest.raises(ValueError, match="kv_heads dividing q's H=3"):
+        call(three[0], *make_qkv(1, 2, 8, 16, torch.float16, "cpu", 0)[1:])
+    with pytest.raises(ValueError, match=r"causal with 9 queries \(q.shape\[2\]\) against 8 keys"):
+        call(qkv(T=9)[0], k, v, causal=True)
     with pytest.raises(ValueError, match="v.dtype=float32 must equal q.dtype=float16"):
         call(q, k, v.float())
     with pytest.raises(ValueError, match="q must have 4 dimensions"):

@@ -26,8 +26,12 @@ def parse_dtype(name: str | torch.dtype, field: str = "dtype") -> torch.dtype:
     return DTYPES[name]
 
 
-def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int, int, int]:
-    """Return (B, H, T, d) after checking the three inputs agree and are supported."""
+def check_qkv(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False
+) -> tuple[int, int, int, int]:
+    """Return (B, H, T, d) after checking the three inputs agree and are supported: q is
+    (B, H, query_tokens, d), k and v are (B, kv_heads, T, d) with kv_heads dividing H (grouped
+    heads) and, where causal, at most T queries (aligned to the end of the keys)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -35,16 +39,30 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, i
             raise ValueError(f"{name} must have 4 dimensions (B, H, T, d), got shape {tuple(t.shape)}")
         if t.dtype not in DTYPES.values():
             raise ValueError(f"{name}.dtype={dtype_name(t.dtype)}: allowed dtypes are {', '.join(DTYPES)}")
+    B, H, Tq, d = q.shape
+    if v.shape != k.shape:
+        raise ValueError(f"v.shape={tuple(v.shape)} must equal k.shape={tuple(k.shape)}")
     for name, t in (("k", k), ("v", v)):
-        if t.shape != q.shape:
-            raise ValueError(f"{name}.shape={tuple(t.shape)} must equal q.shape={tuple(q.shape)}")
+        Bk, Hk, _, dk = t.shape
+        if Bk != B or dk != d or Hk < 1 or H % Hk:
+            raise ValueError(
+                f"{name}.shape={tuple(t.shape)} must be (B, kv_heads, T, d) with q's B={B} and d={d} "
+                f"and kv_heads dividing q's H={H} (q.shape={tuple(q.shape)})"
+            )
         if t.dtype != q.dtype:
             raise ValueError(f"{name}.dtype={dtype_name(t.dtype)} must equal q.dtype={dtype_name(q.dtype)}")
         if t.device != q.device:
             raise ValueError(f"{name}.device={t.device} must equal q.device={q.device}")
-    B, H, T, d = q.shape
-    if min(B, H, T) < 1:
-        raise ValueError(f"q.shape={tuple(q.shape)}: B, H and T must each be at least 1")
+    T = k.shape[2]
+    if min(B, H, Tq, T) < 1:
+        raise ValueError(
+            f"q.shape={tuple(q.shape)}, k.shape={tuple(k.shape)}: B, H and T must each be at least 1"
+        )
+    if causal and Tq > T:
+        raise ValueError(
+            f"causal with {Tq} queries (q.shape[2]) against {T} keys (k.shape[2]): at most as many "
+            "queries as keys (the queries are the sequence's last positions)"
+        )
     if d not in HEAD_DIMS:
         raise ValueError(f"head dim d={d} (q.shape[-1]): allowed values are {HEAD_DIMS}")
     return B, H, T, d

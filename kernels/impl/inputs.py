@@ -20,18 +20,22 @@ def make_qkv(
     seed: int,
     layout: str = "contiguous",
     inputs: str = DEFAULT_INPUTS,
+    query_tokens: int | None = None,
+    kv_heads: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Standard-normal q, k, v of shape (B, H, T, d). ``bthd`` stores them as (B, T, H, d)
-    and returns transposed views, the layout a projection followed by a reshape yields.
+    """Standard-normal q of shape (B, H, query_tokens, d), k and v of (B, kv_heads, T, d)
+    (query_tokens and kv_heads default to T and H). ``bthd`` stores them as (B, T, H, d) and
+    returns transposed views, the layout a projection followed by a reshape yields.
     ``inputs="large"`` fills q and k with LARGE_INPUT (v stays random)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r}: allowed values are {', '.join(LAYOUTS)}")
     if inputs not in INPUTS:
         raise ValueError(f"inputs={inputs!r}: allowed values are {', '.join(INPUTS)}")
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    shape = (batch, tokens, heads, head_dim) if layout == "bthd" else (batch, heads, tokens, head_dim)
+    sizes = [(heads, query_tokens or tokens), (kv_heads or heads, tokens), (kv_heads or heads, tokens)]
     tensors = []
-    for index in range(3):
+    for index, (h, t) in enumerate(sizes):
+        shape = (batch, t, h, head_dim) if layout == "bthd" else (batch, h, t, head_dim)
         x = torch.randn(shape, generator=gen, dtype=torch.float32)
         if inputs == "large" and index < 2:
             x.fill_(LARGE_INPUT)

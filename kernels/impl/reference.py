@@ -8,10 +8,18 @@ import math
 import torch
 
 
-def future_mask(T: int, device: torch.device | str) -> torch.Tensor:
-    """True where key j lies in the future of query i (j > i): those scores become −∞."""
-    idx = torch.arange(T, device=device)
-    return idx[None, :] > idx[:, None]
+def future_mask(T: int, device: torch.device | str, queries: int | None = None) -> torch.Tensor:
+    """True where key j lies in the future of query i, the queries being the last ``queries``
+    (default T) positions of the T: j > i + T − queries. Those scores become −∞."""
+    queries = T if queries is None else queries
+    rows = torch.arange(queries, device=device) + (T - queries)
+    return torch.arange(T, device=device)[None, :] > rows[:, None]
+
+
+def per_query_head(kv: torch.Tensor, heads: int) -> torch.Tensor:
+    """K or V with a head per query head: each K/V head repeated for the group sharing it (the
+    definition's own view of grouped heads; the kernels index the shared head instead)."""
+    return kv if kv.shape[1] == heads else kv.repeat_interleave(heads // kv.shape[1], dim=1)
 
 
 def reference_float64(
@@ -19,16 +27,19 @@ def reference_float64(
 ) -> torch.Tensor:
     """scores → scale by 1/√d → causal mask with −∞ → row softmax → P·V, all in float64.
     ``chunk_rows`` computes the same thing a block of query rows at a time, so that checking
-    a long sequence needs only chunk_rows × T scores in memory at once."""
-    q64, k64, v64 = q.double(), k.double(), v.double()
-    T = q.shape[-2]
-    step = T if chunk_rows is None else chunk_rows
+    a long sequence needs only chunk_rows × T scores in memory at once. q may have fewer rows
+    (query_tokens) and k, v fewer heads (kv_heads) than the square problem."""
+    heads, Tq, T = q.shape[1], q.shape[-2], k.shape[-2]
+    q64 = q.double()
+    k64, v64 = (per_query_head(x, heads).double() for x in (k, v))
+    step = Tq if chunk_rows is None else chunk_rows
+    mask = future_mask(T, q.device, Tq) if causal else None
     out = []
-    for start in range(0, T, step):
-        rows = slice(start, min(T, start + step))
+    for start in range(0, Tq, step):
+        rows = slice(start, min(Tq, start + step))
         s = q64[..., rows, :] @ k64.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        if causal:
-            s = s.masked_fill(future_mask(T, q.device)[rows], float("-inf"))
+        if mask is not None:
+            s = s.masked_fill(mask[rows], float("-inf"))
         out.append(torch.softmax(s, dim=-1) @ v64)
     return out[0] if len(out) == 1 else torch.cat(out, dim=-2)
 
@@ -36,11 +47,11 @@ def reference_float64(
 def largest_product(q: torch.Tensor, k: torch.Tensor, chunk_rows: int | None = None) -> float:
     """max |qᵢ·kⱼ| in float64, before the 1/√d scale: what a stored S must be able to hold
     (scaled or not, depending on where an implementation applies the scale)."""
-    k64 = k.double().transpose(-1, -2)
-    T = q.shape[-2]
-    step = T if chunk_rows is None else chunk_rows
+    k64 = per_query_head(k, q.shape[1]).double().transpose(-1, -2)
+    Tq = q.shape[-2]
+    step = Tq if chunk_rows is None else chunk_rows
     return max(
-        (q[..., start : start + step, :].double() @ k64).abs().max().item() for start in range(0, T, step)
+        (q[..., start : start + step, :].double() @ k64).abs().max().item() for start in range(0, Tq, step)
     )
 
 

@@ -44,7 +44,9 @@ def attention(
     out: torch.Tensor | None = None,
     **options,
 ):
-    """Scale 1/√d; causal: key j visible to query i iff j ≤ i. ``out`` receives the result
+    """Scale 1/√d; causal: key j visible to query i iff j ≤ i + T − query_tokens (the queries
+    are the sequence's last positions); k and v may have fewer heads than q, each shared by a
+    group of query heads (kernels.impl.checks.check_qkv). ``out`` receives the result
     when given (the validator poisons it first to prove every element is written)."""
     entry = catalog.get(impl)
     if not isinstance(causal, bool):
@@ -56,7 +58,10 @@ def attention(
             f"option(s) {', '.join(sorted(unknown))} not accepted by impl={impl!r}; "
             f"allowed options: {allowed}"
         )
-    check_qkv(q, k, v)
+    check_qkv(q, k, v, causal)
+    refusal = entry.shape_refusal(q.shape[2] != k.shape[2], q.shape[1] != k.shape[1])
+    if refusal:
+        raise ValueError(f"q.shape={tuple(q.shape)}, k.shape={tuple(k.shape)}: {refusal}")
     check_out(out, q)
     bm = check_block("block_m", block_m, DEFAULT_BLOCK)
     bn = check_block("block_n", block_n, DEFAULT_BLOCK)

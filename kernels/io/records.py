@@ -107,9 +107,22 @@ def load_json(path: str | os.PathLike, *, strict: bool = True):
 # in every row of a validation result), or a function of the value that returns what
 # disagrees (None when nothing does).
 Expect = Mapping[str, Any] | Callable[[Any], str | None] | None
-# What a field a record may leave out says when it is absent (metrics.schema.json): a record
-# without a pass is a forward one.
-ABSENT_MEANS = {"pass": DEFAULT_PASS}
+# What a field a record may leave out says when it is absent (metrics.schema.json), a value or a
+# function of the record: a record without a pass is a forward one; one without query_tokens or
+# kv_heads (written before them) has as many queries as keys and a K/V head per query head.
+ABSENT_MEANS: dict[str, Any] = {
+    "pass": DEFAULT_PASS,
+    "query_tokens": lambda row: row.get("tokens"),
+    "kv_heads": lambda row: row.get("heads"),
+}
+
+
+def said(row: Mapping, field: str) -> Any:
+    """A record's field, or what its absence means (ABSENT_MEANS)."""
+    if field in row:
+        return row[field]
+    absent = ABSENT_MEANS.get(field)
+    return absent(row) if callable(absent) else absent
 
 
 def _disagreement(value: Any, expect: Expect) -> str | None:
@@ -120,10 +133,10 @@ def _disagreement(value: Any, expect: Expect) -> str | None:
     rows = value if isinstance(value, list) else [value]
     for number, row in enumerate(rows):
         for field, wanted in expect.items():
-            said = row.get(field, ABSENT_MEANS.get(field))
-            if said != wanted:
+            found = said(row, field)
+            if found != wanted:
                 where = f"row {number} says" if isinstance(value, list) else "says"
-                return f"{where} {field}={said!r}, but its file name says {field}={wanted!r}"
+                return f"{where} {field}={found!r}, but its file name says {field}={wanted!r}"
     return None
 
 

@@ -47,11 +47,21 @@ def validation_failure(results: list[dict] | None, direction: str = "forward") -
 
 
 def no_backward(point: Point) -> str | None:
-    """A backward point of a path that has no backward (the registration says why)."""
-    from kernels import catalog
-
+    """A backward point of a path that has no backward (the registration says why), or with
+    fewer queries than keys (inference's shape: no study trains on it)."""
     why = catalog.get(point.impl).backward_reason() if point.backward else None
+    if why is None and point.backward and point.query_tokens is not None:
+        why = (
+            f"query_tokens={point.query_tokens} is fewer queries than tokens={point.tokens} keys, an "
+            "inference shape; the backward is measured on the square problem (grouped heads allowed)"
+        )
     return f"no backward: {why}" if why else None
+
+
+def shape_not_taken(point: Point) -> str | None:
+    """A point with query_tokens or kv_heads that its implementation does not take."""
+    why = catalog.get(point.impl).shape_refusal(point.query_tokens is not None, point.kv_heads is not None)
+    return f"unsupported shape: {why}" if why else None
 
 
 def device_absent(device: str) -> str | None:
@@ -143,10 +153,11 @@ def too_slow(
 
 
 def interpreter_too_small(point: Point, device: str, interpreter_limit: int) -> str | None:
-    scores = point.groups * point.tokens**2
+    scores = point.groups * point.queries * point.tokens
     if device == "cpu" and point.triton and scores > interpreter_limit:
         return (
-            f"too large for the interpreter: B·H·T² = {scores:,} score elements, limit {interpreter_limit:,}"
+            f"too large for the interpreter: B·H·query_tokens·T = {scores:,} score elements, limit "
+            f"{interpreter_limit:,}"
         )
     return None
 
@@ -166,7 +177,8 @@ def skip_reason(
     ``ceilings``: the machine's measured rates (kernels.measure.ceilings); without them (or
     with null rates) the time budget is applied at a quick measurement taken generously."""
     return (
-        no_backward(point)
+        shape_not_taken(point)
+        or no_backward(point)
         or build_failure(point.name, builds, required_targets)
         or validation_failure(validation, point.direction)
         or device_absent(device)

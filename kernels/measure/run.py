@@ -56,6 +56,8 @@ def _run(
         device,
         seed,
         inputs=point.inputs,
+        query_tokens=point.query_tokens,
+        kv_heads=point.kv_heads,
     )
     if not point.backward:
         return run_forward(point, q, k, v, device, threads, use_ncu, ncu_args, candidates)
@@ -94,6 +96,8 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "impl": point.impl,
         "batch": point.batch,
         "heads": point.heads,
+        "kv_heads": point.kv,
+        "query_tokens": point.queries,
         "tokens": point.tokens,
         "head_dim": point.head_dim,
         "dtype": point.dtype,

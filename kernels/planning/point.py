@@ -20,6 +20,7 @@ from kernels.spec import (
     DTYPES,
     ELEMENT_BYTES,
     HEAD_DIMS,
+    INFERENCE_DIMS,
     INPUTS,
     LARGE_INPUT,
     MAX_BATCH,
@@ -32,7 +33,12 @@ from kernels.spec import (
 
 # results/points/<POINT_PATTERN>.json; the measure rule's output is spelled with it
 # (a backward point's name ends in -backward; a forward one's carries no pass, as before passes)
-POINT_PATTERN = "{impl}/{dtype}/B{batch}-H{heads}-T{tokens}-d{head_dim}-{mask}-{blocks}-{inputs}{direction}"
+# (-KV<n>: kv_heads, -Q<n>: query_tokens, each only where it differs from H or T, so that the
+# square problem keeps the names it had before them)
+POINT_PATTERN = (
+    "{impl}/{dtype}/B{batch}-H{heads}{kv_heads}{query_tokens}-T{tokens}-d{head_dim}-{mask}-{blocks}-{inputs}"
+    "{direction}"
+)
 # results/validate/<VALIDATION_PATTERN>.json: what a point's implementation must pass first
 VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
 # results/build/<BUILD_PATTERN>.json: one build job per implementation, dtype, blocks, T and d
@@ -49,10 +55,23 @@ WILDCARD_CONSTRAINTS: dict[str, str] = {
     "blocks": rf"{NO_BLOCKS}|bm\d+-bn\d+",
     "inputs": "|".join(INPUTS),
     "direction": "|-backward",  # empty for the forward
+    "kv_heads": r"|-KV\d+",  # empty where K and V have a head per query head
+    "query_tokens": r"|-Q\d+",  # empty where there are as many queries as keys
 }
 
 
-SHAPE_FIELDS = ("batch", "heads", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n")
+SHAPE_FIELDS = (
+    "batch",
+    "heads",
+    "kv_heads",
+    "query_tokens",
+    "tokens",
+    "head_dim",
+    "dtype",
+    "causal",
+    "block_m",
+    "block_n",
+)
 
 
 def _pattern_regex(pattern: str) -> re.Pattern:
@@ -93,13 +112,18 @@ class Point:
     max_row_block: int = MAX_ROW_BLOCK
     inputs: str = DEFAULT_INPUTS  # what q, k and v hold (kernels.spec.INPUTS)
     direction: str = DEFAULT_PASS  # the pass measured (kernels.spec.PASSES)
+    query_tokens: int | None = None  # queries per sequence against T keys; None: T (square)
+    kv_heads: int | None = None  # heads of K and V, each shared by H / kv_heads query heads; None: H
 
     def __post_init__(self) -> None:
         catalog.get(self.impl)  # an unknown name is an error listing the registered ones
-        for name in ("batch", "heads", "tokens", "head_dim"):
+        for name in ("batch", "heads", "tokens", "head_dim", *INFERENCE_DIMS):
             value = getattr(self, name)
+            if value is None and name in INFERENCE_DIMS:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r}: must be an integer of at least 1")
+        self._check_inference_dims()
         for name in ("dtype", "sp_dtype"):
             value = getattr(self, name)
             if value is not None and value not in ELEMENT_BYTES:
@@ -122,14 +146,61 @@ class Point:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
 
+    def _check_inference_dims(self) -> None:
+        """query_tokens and kv_heads equal to T and H are the square problem: absent, so that
+        a point has one name; otherwise what they may be, naming the field."""
+        if self.query_tokens == self.tokens:
+            object.__setattr__(self, "query_tokens", None)
+        if self.kv_heads == self.heads:
+            object.__setattr__(self, "kv_heads", None)
+        if self.query_tokens is not None and self.query_tokens > self.tokens:
+            raise ValueError(
+                f"query_tokens={self.query_tokens}: at most tokens={self.tokens} (queries attend to "
+                "the last query_tokens positions of a sequence of T keys)"
+            )
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(
+                f"kv_heads={self.kv_heads}: must divide heads={self.heads} (each K/V head serves "
+                "an equal group of query heads)"
+            )
+
     def shape(self) -> dict:
-        """The fields that size the problem and its tiles, by name (tables' columns)."""
-        return {name: getattr(self, name) for name in SHAPE_FIELDS}
+        """The fields that size the problem and its tiles, by name (tables' columns); the
+        inference dimensions as numbers, T and H where the point leaves them out."""
+        return {name: getattr(self, name) for name in SHAPE_FIELDS} | {
+            "query_tokens": self.queries,
+            "kv_heads": self.kv,
+        }
+
+    @property
+    def queries(self) -> int:
+        """Query rows per sequence: query_tokens, or T."""
+        return self.query_tokens or self.tokens
+
+    @property
+    def kv(self) -> int:
+        """K/V heads: kv_heads, or H."""
+        return self.kv_heads or self.heads
+
+    @property
+    def group_size(self) -> int:
+        """Query heads sharing one K/V head (1 without grouped heads)."""
+        return self.heads // self.kv
+
+    @property
+    def square(self) -> bool:
+        """The square problem: as many queries as keys and a K/V head per query head."""
+        return self.query_tokens is None and self.kv_heads is None
 
     @property
     def groups(self) -> int:
-        """B·H independent (T × d) attention problems."""
+        """B·H independent (query_tokens × d) attention problems."""
         return self.batch * self.heads
+
+    @property
+    def kv_groups(self) -> int:
+        """B·kv_heads (T × d) K and V matrices."""
+        return self.batch * self.kv
 
     @property
     def e(self) -> int:
@@ -181,6 +252,8 @@ class Point:
             "blocks": blocks_label(self.block_m, self.block_n),
             "inputs": self.inputs,
             "direction": "" if self.direction == DEFAULT_PASS else f"-{self.direction}",
+            "kv_heads": "" if self.kv_heads is None else f"-KV{self.kv_heads}",
+            "query_tokens": "" if self.query_tokens is None else f"-Q{self.query_tokens}",
         }
 
     @property
@@ -213,6 +286,8 @@ class Point:
             bn,
             inputs=wc["inputs"],
             direction=(wc.get("direction") or DEFAULT_PASS).removeprefix("-"),
+            query_tokens=int(wc["query_tokens"].removeprefix("-Q")) if wc.get("query_tokens") else None,
+            kv_heads=int(wc["kv_heads"].removeprefix("-KV")) if wc.get("kv_heads") else None,
         )
 
     @classmethod
@@ -251,6 +326,10 @@ class Point:
             args += ["--inputs", self.inputs]
         if self.direction != DEFAULT_PASS:
             args += ["--pass", self.direction]
+        if self.query_tokens is not None:
+            args += ["--query-tokens", str(self.query_tokens)]
+        if self.kv_heads is not None:
+            args += ["--kv-heads", str(self.kv_heads)]
         return args
 
     @classmethod
@@ -277,6 +356,8 @@ class Point:
             args.sp_dtype,
             inputs=args.inputs,
             direction=getattr(args, "direction", DEFAULT_PASS),
+            query_tokens=getattr(args, "query_tokens", None),
+            kv_heads=getattr(args, "kv_heads", None),
         )
 
 
@@ -342,7 +423,15 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch", type=batch_int, default=1, help="B")
     parser.add_argument("--heads", type=heads_int, default=1, help=f"H (at most {MAX_GRID_YZ:,})")
+    parser.add_argument(
+        "--kv-heads", type=heads_int, help="heads of K and V, dividing H (default: H; 1: multi-query)"
+    )
     parser.add_argument("--tokens", type=tokens_int, required=True, help=f"T (at most {MAX_TOKENS:,})")
+    parser.add_argument(
+        "--query-tokens",
+        type=tokens_int,
+        help="queries per sequence against the T keys, at most T (default: T; 1: decode)",
+    )
     parser.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True, help="d")
     parser.add_argument("--dtype", choices=DTYPES, required=True)
     parser.add_argument("--causal", action="store_true", help="mask future keys")

@@ -16,15 +16,39 @@ from kernels.spec import DEFAULT_INPUTS, DEFAULT_PASS, ELEMENT_BYTES, MAX_TOKENS
 TOKEN_MULTIPLE = 16  # tokens_across_cache rounds T to this
 
 
-def tokens_across_cache(span: dict, cache_bytes: int, dtype: str) -> list[int]:
-    """T values whose S + P (2·T²·e) runs from span["from"] to span["to"] times
-    ``cache_bytes``, each ``span["step"]`` (default √2) times the one before, rounded to a
-    multiple of TOKEN_MULTIPLE (at least that), each once."""
-    low, high, step = span["from"], span["to"], span.get("step", math.sqrt(2))
+SCORES_MAX_STEP = 1.5  # T's largest step where S + P (quadratic in T) follows the cache
+KV_DEFAULT_STEP = 2.0  # K + V grow linearly in T: a step of 2 doubles them, as √2 does S + P
+
+
+def filled_bytes(span: dict, grid: dict, dtype: str) -> tuple[float, int]:
+    """What a T of the grid puts against the cache: (bytes per T^power, power). scores: S + P,
+    2·T²·e; kv: K and V with a head per query head, 2·B·H·T·d·e (one batch, heads and head_dim)."""
+    e = ELEMENT_BYTES[dtype]
+    if span.get("fills", "scores") == "scores":
+        return 2 * e, 2
+    for field in ("batch", "heads", "head_dim"):
+        if len(grid.get(field, [None])) != 1:
+            raise ValueError(
+                f"tokens_across_cache with fills: kv needs one {field} in its grid, got {grid[field]}"
+            )
+    return 2 * grid.get("batch", [1])[0] * grid["heads"][0] * grid["head_dim"][0] * e, 1
+
+
+def tokens_across_cache(span: dict, cache_bytes: int, dtype: str, grid: dict | None = None) -> list[int]:
+    """T values whose S + P (2·T²·e; with ``fills: kv``, K + V: 2·B·H·T·d·e) runs from
+    span["from"] to span["to"] times ``cache_bytes``, each T ``span["step"]`` (default √2; 2
+    for kv) times the one before, rounded to a multiple of TOKEN_MULTIPLE (at least that), each
+    once."""
+    kv = span.get("fills", "scores") == "kv"
+    low, high = span["from"], span["to"]
+    step = span.get("step") or (KV_DEFAULT_STEP if kv else math.sqrt(2))
     if high < low:
         raise ValueError(f"tokens_across_cache: to={high} is below from={low}")
-    first = math.sqrt(low * cache_bytes / (2 * ELEMENT_BYTES[dtype]))
-    count = math.floor(math.log(high / low) / (2 * math.log(step)) + 1e-9) + 1
+    if not kv and step > SCORES_MAX_STEP:
+        raise ValueError(f"tokens_across_cache: step={step} is above {SCORES_MAX_STEP} for fills: scores")
+    per, power = filled_bytes(span, grid or {}, dtype)
+    first = (low * cache_bytes / per) ** (1 / power)
+    count = math.floor(math.log(high / low) / (power * math.log(step)) + 1e-9) + 1
     rounded = [
         max(TOKEN_MULTIPLE, TOKEN_MULTIPLE * round(first * step**i / TOKEN_MULTIPLE)) for i in range(count)
     ]
@@ -47,7 +71,7 @@ def tokens_of(grid: dict, dtype: str, cache_bytes: int | None) -> list[int]:
             "tokens_across_cache needs the cache size: this machine describes no cache; "
             "set cache_bytes in the configuration"
         )
-    return tokens_across_cache(span, cache_bytes, dtype)
+    return tokens_across_cache(span, cache_bytes, dtype, grid)
 
 
 def asks_for_cache(sweep: dict | list[dict]) -> bool:
@@ -86,6 +110,8 @@ def _combinations(grid: dict, cache_bytes: int | None):
             grid["causal"],
             grid.get("inputs", [DEFAULT_INPUTS]),
             grid.get("pass", [DEFAULT_PASS]),
+            grid.get("query_tokens", [None]),
+            grid.get("kv_heads", [None]),
         )
 
 
@@ -93,12 +119,26 @@ def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
     """Every point of one grid: the product of its lists, blocks for Triton impls only;
     ``cache_bytes``: the cache size a grid with tokens_across_cache follows."""
     out = []
-    for impl, tokens, heads, d, dtype, causal, inputs, direction in _combinations(grid, cache_bytes):
+    for impl, tokens, heads, d, dtype, causal, inputs, direction, queries, kv in _combinations(
+        grid, cache_bytes
+    ):
         blocks = [tuple(b) for b in grid["blocks"]] if catalog.get(impl).triton else [(None, None)]
         for batch in batches_for(grid, tokens):
             for bm, bn in blocks:
                 point = Point(
-                    impl, batch, heads, tokens, d, dtype, causal, bm, bn, inputs=inputs, direction=direction
+                    impl,
+                    batch,
+                    heads,
+                    tokens,
+                    d,
+                    dtype,
+                    causal,
+                    bm,
+                    bn,
+                    inputs=inputs,
+                    direction=direction,
+                    query_tokens=queries,
+                    kv_heads=kv,
                 )
                 out.append(point)
     return out
