@@ -152,7 +152,7 @@ class Implementation:
 
     def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
         """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
-        asked = [dim for dim, given in zip(INFERENCE_DIMS, (query_tokens, kv_heads)) if given]
+        asked = [dim for dim, given in zip(INFERENCE_DIMS, (query_tokens, kv_heads), strict=True) if given]
         missing = [dim for dim in asked if dim not in self.takes]
         if not missing:
             return None

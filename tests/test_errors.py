@@ -55,7 +55,7 @@ def test_mismatched_shapes_and_dtypes():
     q, k, v = qkv()
     with pytest.raises(ValueError, match=r"v.shape=\(1, 1, 8, 16\) must equal k.shape=\(1, 1, 9, 16\)"):
         call(q, qkv(T=9)[1], v)
-    with pytest.raises(ValueError, match=r"k.shape=\(1, 1, 8, 32\) must be \(B, kv_heads, T, d\) with q's B=1 and d=16"):
+    with pytest.raises(ValueError, match=r"k.shape=\(1, 1, 8, 32\) must be \(B, kv_heads, T, d\)"):
         call(q, *qkv(d=32)[1:])
     three = make_qkv(1, 3, 8, 16, torch.float16, "cpu", 0)
     with pytest.raises(ValueError, match="kv_heads dividing q's H=3"):
