@@ -71,6 +71,7 @@ HOOKS = (
     "backward_flops_model",
     "backward_stage_model",
     "backward_stages",
+    "programs_model",
 )
 BACKWARD_HOOKS = (
     "backward_traffic_model",
@@ -149,6 +150,12 @@ class Implementation:
     # Its backward's steps one by one, for the stage timing: (q, k, v, do, causal[, block_m,
     # block_n], **options) → ([(stage, run)], (dQ, dK, dV)), named as backward_stage_model's
     backward_stages: Callable[..., tuple] | str | None = None
+    # Its programs split each row's keys across programs and merge their partial results (a
+    # decode design: kernels.models.decode compares it with one program per query block)
+    split_keys: bool = False
+    # point → the programs its launch that streams K and V makes (pure Python), what a GPU's
+    # SMs are filled with; None: not modelled
+    programs_model: Callable[..., int] | str | None = None
 
     def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
         """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
@@ -257,6 +264,8 @@ def implementation(
     backward_flops_model: Callable[..., int] | str | None = None,
     backward_stage_model: Callable[..., list] | str | None = None,
     backward_stages: Callable[..., tuple] | str | None = None,
+    split_keys: bool = False,
+    programs_model: Callable[..., int] | str | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register the decorated callable as implementation ``name`` (see the module's doc).
     ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive.
@@ -295,6 +304,8 @@ def implementation(
             backward_flops_model=backward_flops_model,
             backward_stage_model=backward_stage_model,
             backward_stages=backward_stages,
+            split_keys=split_keys,
+            programs_model=programs_model,
         )
         _check(entry)
         _registered[name] = entry
@@ -321,7 +332,7 @@ def _check(entry: Implementation) -> None:
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
-    for flag in ("triton", "takes_out", "default", "tile_local", "cpu", "raw_s"):
+    for flag in ("triton", "takes_out", "default", "tile_local", "cpu", "raw_s", "split_keys"):
         if not isinstance(getattr(entry, flag), bool):
             raise PluginError(f"{where}: {flag}={getattr(entry, flag)!r}; must be True or False")
     own_twin = entry.twin == entry.name and entry.stores == "SP"
@@ -544,12 +555,19 @@ def describe(name: str) -> dict[str, Any]:
     return {fact: getattr(entry, fact) for fact in facts}
 
 
-def triton_path(stores: str) -> str:
+def triton_path(stores: str, split_keys: bool = False) -> str:
     """Our exact Triton path that stores ``stores`` (SP, S or none): the materialized, S-only
     and fused designs a prediction compares, and what a PyTorch or plugin path of that kind
-    is costed as on a GPU."""
+    is costed as on a GPU; ``split_keys``: the fused design whose programs split the keys
+    (decode's)."""
     for name, entry in registered().items():
-        if entry.ours and entry.triton and not entry.tile_local and entry.stores == stores:
+        if (
+            entry.ours
+            and entry.triton
+            and not entry.tile_local
+            and entry.stores == stores
+            and entry.split_keys == split_keys
+        ):
             return name
     raise ValueError(f"stores={stores!r}: none of our Triton paths stores that; allowed: {', '.join(STORES)}")
 

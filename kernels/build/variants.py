@@ -18,18 +18,24 @@ from kernels.planning.point import Point
 from kernels.spec import MAX_ROW_BLOCK
 
 
-def meta_inputs(shape: Shape, dtype: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """q, k, v of the shape's layout (``bthd``: stored (B, T, H, d), viewed (B, H, T, d))."""
+def meta_inputs(
+    shape: Shape, dtype: str, query_tokens: int | None = None, kv_heads: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v of the shape's layout (``bthd``: stored (B, T, H, d), viewed (B, H, T, d)); q
+    with ``query_tokens`` rows, k and v with ``kv_heads`` heads where given."""
     b, h, t, d = shape.batch, shape.heads, shape.tokens, shape.head_dim
-    stored = (b, t, h, d) if shape.layout == "bthd" else (b, h, t, d)
-    tensors = [torch.empty(stored, dtype=getattr(torch, dtype), device="meta") for _ in range(3)]
-    if shape.layout == "bthd":
-        tensors = [x.transpose(1, 2) for x in tensors]
+    sizes = [(h, query_tokens or t), (kv_heads or h, t), (kv_heads or h, t)]
+    tensors = []
+    for heads, tokens in sizes:
+        stored = (b, tokens, heads, d) if shape.layout == "bthd" else (b, heads, tokens, d)
+        x = torch.empty(stored, dtype=getattr(torch, dtype), device="meta")
+        tensors.append(x.transpose(1, 2) if shape.layout == "bthd" else x)
     return tensors[0], tensors[1], tensors[2]
 
 
 def meta_qkv(point: Point) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return meta_inputs(Shape(point.batch, point.heads, point.tokens, point.head_dim), point.dtype)
+    shape = Shape(point.batch, point.heads, point.tokens, point.head_dim)
+    return meta_inputs(shape, point.dtype, point.query_tokens, point.kv_heads)
 
 
 def impl_launches(

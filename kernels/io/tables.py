@@ -15,12 +15,14 @@ import pandas as pd
 
 from kernels.io.atomic import write_atomic, write_text_atomic
 from kernels.io.derived import derive, stage_rates
-from kernels.io.records import DamagedRecordError, read_record, validate_record
+from kernels.io.records import DamagedRecordError, read_record, said, validate_record
 
 POINT_KEY = [
     "impl",
     "batch",
     "heads",
+    "kv_heads",
+    "query_tokens",
     "tokens",
     "head_dim",
     "dtype",
@@ -30,6 +32,12 @@ POINT_KEY = [
     "block_n",
     "device",
 ]
+
+
+def point_key(record: dict) -> dict:
+    """The record's POINT_KEY fields; a record written before the inference dimensions reads
+    as the square problem (kernels.io.records.ABSENT_MEANS)."""
+    return {k: said(record, k) for k in POINT_KEY}
 
 
 def load_records(paths: Iterable[str | os.PathLike], expect: Iterable[dict] | None = None) -> list[dict]:
@@ -82,7 +90,7 @@ def timed_stage_rows(record: dict) -> list[dict]:
     stages = record.get("stage_times") or []
     if not stages:
         return []
-    key = {k: record[k] for k in POINT_KEY} | {
+    key = point_key(record) | {
         "status": record["status"],
         "bytes_S": record["bytes_S"],
         "bytes_P": record["bytes_P"],
@@ -110,13 +118,13 @@ def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, stages = [], []
     for record in records:
         skip = ("stages", "stage_times", "versions", "process", "contention", *NESTED)
-        row = {k: v for k, v in record.items() if k not in skip}
+        row = {k: v for k, v in record.items() if k not in skip} | point_key(record)
         row |= {f"version_{k}": v for k, v in record["versions"].items()}
         row |= {f"process_{k}": v for k, v in (record.get("process") or {}).items()}
         row |= {f"contention_{k}": v for k, v in (record.get("contention") or {}).items()}
         row |= {k: json.dumps(record[k]) if record.get(k) else None for k in NESTED}
         rows.append(row)
-        key = {k: record[k] for k in POINT_KEY}
+        key = point_key(record)
         stages += [key | {"status": record["status"]} | stage for stage in record["stages"]]
     metrics = derive(pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable"))
     stage_table = pd.DataFrame(stages).convert_dtypes(dtype_backend="numpy_nullable")

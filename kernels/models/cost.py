@@ -38,14 +38,16 @@ class Transfer:
 
 
 def score_bytes(point: Point) -> int:
-    """Bytes of every score once, B·H·T²·e: what one pass over a stored S (or P) moves."""
-    return point.groups * point.tokens**2 * point.e_sp
+    """Bytes of every score once, B·H·query_tokens·T·e: what one pass over a stored S (or P)
+    moves."""
+    return point.groups * point.queries * point.tokens * point.e_sp
 
 
 def matrix_bytes(point: Point) -> int:
-    """Bytes of S held at once: B·H·T²·e for a path that stores it, B·H·rows·T·e for one that
-    stores a chunk of query rows at a time, 0 for the fused ones."""
-    return point.groups * point.stored_rows * point.tokens * point.e_sp if point.stores != "none" else 0
+    """Bytes of S held at once: B·H·query_tokens·T·e for a path that stores it, B·H·rows·T·e
+    for one that stores a chunk of query rows at a time, 0 for the fused ones."""
+    rows = min(point.stored_rows, point.queries)
+    return point.groups * rows * point.tokens * point.e_sp if point.stores != "none" else 0
 
 
 def p_bytes(point: Point) -> int:
@@ -54,19 +56,29 @@ def p_bytes(point: Point) -> int:
 
 
 def flops(point: Point) -> int:
-    """4·B·H·T²·d (two matrix products), halved when causal: the FlashAttention convention."""
-    total = 4 * point.groups * point.tokens**2 * point.head_dim
-    return total // 2 if point.causal else total
+    """4·B·H·query_tokens·T·d (two matrix products); causal, the visible share of the
+    query_tokens × T rectangle taken as Tq·(T − Tq/2), which for Tq = T halves the total (the
+    FlashAttention convention) and for decode (Tq = 1) keeps nearly all of it."""
+    Tq, T = point.queries, point.tokens
+    if point.causal:
+        return 2 * point.groups * point.head_dim * Tq * (2 * T - Tq)
+    return 4 * point.groups * Tq * T * point.head_dim
+
+
+def query_offset(point) -> int:
+    """T − query_tokens: the queries are the sequence's last positions, so query row i sits at
+    position i + offset (causal: it sees keys j ≤ i + offset)."""
+    return point.tokens - point.queries
 
 
 def _rows(point: Point, m: int) -> int:
-    return min(point.block_m, point.tokens - m * point.block_m)
+    return min(point.block_m, point.queries - m * point.block_m)
 
 
 def _key_span(point: Point, m: int) -> int:
     """Key columns one query block streams: all T, or up to its diagonal tile when causal."""
     T, bm, bn = point.tokens, point.block_m, point.block_n
-    hi = min(T, (m + 1) * bm) if point.causal else T
+    hi = min(T, (m + 1) * bm + query_offset(point)) if point.causal else T
     return min(cdiv(hi, bn) * bn, T)
 
 
@@ -75,7 +87,8 @@ def _scores_tiles(point: Point, m: int) -> int:
     n_tiles = cdiv(point.tokens, point.block_n)
     if not point.causal:
         return n_tiles
-    return min(n_tiles, (m * point.block_m + point.block_m - 1) // point.block_n + 1)
+    last = m * point.block_m + point.block_m - 1 + query_offset(point)
+    return min(n_tiles, last // point.block_n + 1)
 
 
 @dataclass(frozen=True)
@@ -95,15 +108,19 @@ class _Blocks:
     block_m: int
     block_n: int
     causal: bool
+    queries: int
 
 
 @lru_cache(maxsize=4096)
-def block_walk(tokens: int, block_m: int, block_n: int, causal: bool) -> BlockWalk:
+def block_walk(
+    tokens: int, block_m: int, block_n: int, causal: bool, queries: int | None = None
+) -> BlockWalk:
     """Every query block walked once per shape (cached: a predictions table asks for the same
-    shape at each d, dtype, batch and head count; T = 131,072 is 8,192 blocks)."""
-    point = _Blocks(tokens, block_m, block_n, causal)
+    shape at each d, dtype, batch and head count; T = 131,072 is 8,192 blocks). ``queries``:
+    the query rows (default T), the sequence's last positions."""
+    point = _Blocks(tokens, block_m, block_n, causal, queries or tokens)
     rows_by_tiles = keys_loaded = rows_by_span = span = 0
-    for m in range(cdiv(tokens, block_m)):
+    for m in range(cdiv(point.queries, block_m)):
         rows, tiles, keys = _rows(point, m), _scores_tiles(point, m), _key_span(point, m)
         rows_by_tiles += rows * tiles
         keys_loaded += min(tiles * block_n, tokens)
@@ -113,41 +130,44 @@ def block_walk(tokens: int, block_m: int, block_n: int, causal: bool) -> BlockWa
 
 
 def walk_of(point: Point) -> BlockWalk:
-    return block_walk(point.tokens, point.block_m, point.block_n, point.causal)
+    return block_walk(point.tokens, point.block_m, point.block_n, point.causal, point.queries)
 
 
 def compulsory_transfers(point: Point) -> dict[tuple[str, str, str], int]:
     """Each tensor of the algorithm moved once per pass its stores require: S and P written
-    and read once; S only written once and read twice (statistics, then P·V); neither."""
-    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    qkvo = G * T * d * e
+    and read once; S only written once and read twice (statistics, then P·V); neither. Q and O
+    are B·H·query_tokens rows; K and V are B·kv_heads·T rows, read once per K/V head however
+    many query heads share it."""
+    d, e = point.head_dim, point.e
+    qo = point.groups * point.queries * d * e
+    kv = point.kv_groups * point.tokens * d * e
     sp = score_bytes(point)
     if point.stores == "SP":
         return {
-            ("scores", "Q", "load"): qkvo,
-            ("scores", "K", "load"): qkvo,
+            ("scores", "Q", "load"): qo,
+            ("scores", "K", "load"): kv,
             ("scores", "S", "store"): sp,
             ("softmax", "S", "load"): sp,
             ("softmax", "P", "store"): sp,
             ("pv", "P", "load"): sp,
-            ("pv", "V", "load"): qkvo,
-            ("pv", "O", "store"): qkvo,
+            ("pv", "V", "load"): kv,
+            ("pv", "O", "store"): qo,
         }
     if point.stores == "S":
         return {
-            ("scores", "Q", "load"): qkvo,
-            ("scores", "K", "load"): qkvo,
+            ("scores", "Q", "load"): qo,
+            ("scores", "K", "load"): kv,
             ("scores", "S", "store"): sp,
             ("stats", "S", "load"): sp,
             ("pv", "S", "load"): sp,
-            ("pv", "V", "load"): qkvo,
-            ("pv", "O", "store"): qkvo,
+            ("pv", "V", "load"): kv,
+            ("pv", "O", "store"): qo,
         }
     return {
-        ("attention_fwd", "Q", "load"): qkvo,
-        ("attention_fwd", "K", "load"): qkvo,
-        ("attention_fwd", "V", "load"): qkvo,
-        ("attention_fwd", "O", "store"): qkvo,
+        ("attention_fwd", "Q", "load"): qo,
+        ("attention_fwd", "K", "load"): kv,
+        ("attention_fwd", "V", "load"): kv,
+        ("attention_fwd", "O", "store"): qo,
     }
 
 
@@ -172,8 +192,9 @@ def predicted_bytes(point: Point) -> int:
     """Memory one measured call needs at its peak: inputs, output, S and P where they are
     stored, and the float64 error check (inputs, output, one chunk of scores)."""
     G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    qkvo = 4 * G * T * d * e
-    check = 4 * G * T * d * 8 + REFERENCE_CHUNK_BYTES
+    rows = 2 * G * point.queries + 2 * point.kv_groups * T  # Q and O; K and V
+    qkvo = rows * d * e
+    check = rows * d * 8 + 2 * G * T * d * 8 + REFERENCE_CHUNK_BYTES  # K and V per query head
     work = matrix_bytes(point) + p_bytes(point)
     working = catalog.get(point.impl).hook("working_model")
     if working is not None:

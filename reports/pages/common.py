@@ -55,18 +55,29 @@ def describe_figures() -> None:
     formatters["text/html"].for_type(Figure, figure_html)
 
 
-def load(summary: bool = True, **paths: str) -> SimpleNamespace:
+def square(table):
+    """The rows of the square problem: as many queries as keys and a K/V head per query head
+    (a table without those columns, or not a table, is returned as it is)."""
+    if not isinstance(table, pd.DataFrame) or not {"query_tokens", "kv_heads"} <= set(table.columns):
+        return table
+    return table[(table["query_tokens"] == table["tokens"]) & (table["kv_heads"] == table["heads"])]
+
+
+def load(summary: bool = True, problems: str = "square", **paths: str) -> SimpleNamespace:
     """Read every input of a page (``metrics=...``, ``env=...``, ...) through the one loader
     (reports.pages.inputs: a file that cannot be used stops the page with its name and the
     reason), set the figure style and, when there are metrics and provenance, show the run
-    summary."""
+    summary (of every point). ``problems="square"``: the tables narrowed to the square
+    problem, the question of every page but the decode one (which asks for "all")."""
     from IPython.display import Markdown, display
 
-    data = SimpleNamespace(**{name: inputs.read(name, path) for name, path in paths.items()})
+    read = {name: inputs.read(name, path) for name, path in paths.items()}
     style()
-    if summary and hasattr(data, "metrics") and hasattr(data, "env"):
-        display(Markdown(run_summary(data.metrics, data.env)))
-    return data
+    if summary and "metrics" in read and "env" in read:
+        display(Markdown(run_summary(read["metrics"], read["env"])))
+    if problems == "square":
+        read = {name: square(value) for name, value in read.items()}
+    return SimpleNamespace(**read)
 
 
 def ok(metrics: pd.DataFrame) -> pd.DataFrame:

@@ -56,11 +56,13 @@ rule collect:
 
 rule model:
     """The cost model's own tables for the reports: S/P sizes against T, the fused kernel's
-    traffic against its block size for every swept case, and the seed's Figure 4 example."""
+    traffic against its block size for every swept case, the seed's Figure 4 example and the
+    decode model of every inference case (kernels.models.decode)."""
     output:
         sizes=f"{RESULTS}/model/matrix_sizes.csv",
         block_traffic=f"{RESULTS}/model/block_traffic.csv",
         example=f"{RESULTS}/model/softmax_example.json",
+        decode=f"{RESULTS}/model/decode.csv",
     log:
         f"{RESULTS}/logs/model.log",
     benchmark:
