@@ -61,13 +61,14 @@ def followers(jobs: list[budget.Job], after: dict[str, str]) -> list[budget.Job]
 def calibration_sweep(points: list[Point]) -> list[dict]:
     """One grid per path and pass of the study, its smallest point; the smallest grid first."""
     smallest: dict[tuple, Point] = {}
-    for p in sorted(points, key=lambda p: (p.groups * p.tokens**2 * p.head_dim, p.name)):
+    for p in sorted(points, key=lambda p: (p.groups * p.queries * p.tokens * p.head_dim, p.name)):
         smallest.setdefault((p.impl, p.direction), p)
     grids = []
     for p in smallest.values():
         grid = {"impls": [p.impl], "batch": [p.batch], "heads": [p.heads], "tokens": [p.tokens]}
         grid |= {"head_dim": [p.head_dim], "dtype": [p.dtype], "causal": [p.causal], "inputs": [p.inputs]}
         grid |= {"pass": [p.direction]} | ({"blocks": [[p.block_m, p.block_n]]} if p.block_m else {})
+        grid |= {"query_tokens": [p.query_tokens], "kv_heads": [p.kv_heads]}
         grids.append(grid)
     return grids
 

@@ -134,7 +134,7 @@ def skipped(point: Point, machine: Machine) -> str | None:
     if machine.device == "cpu" and not catalog.get(point.impl).cpu:
         return "backend unavailable on a CPU"
     if machine.device == "cpu" and point.triton:
-        over = point.groups * point.tokens**2 > machine.interpreter_limit
+        over = point.groups * point.queries * point.tokens > machine.interpreter_limit
         return "over the interpreter limit" if over else None
     return "predicted over the call budget" if call_seconds(point, machine) > machine.call_seconds else None
 
@@ -152,7 +152,7 @@ def point_work(point: Point, machine: Machine, interpreted: float = 0.0) -> floa
     launches = len(candidates(point)) if candidates and machine.device == "cuda" else 1
     # the float64 check of the output: the definition's two products at half the float32 rate
     tflops = machine.gpu.fp32_flops / 1e12 if machine.gpu else (machine.ceilings or {}).get("matmul_tflops")
-    check = 4 * point.groups * point.tokens**2 * point.head_dim / ((tflops or 0.1) * 1e12 / 2)
+    check = 4 * point.groups * point.queries * point.tokens * point.head_dim / ((tflops or 0.1) * 1e12 / 2)
     return launches * timing_window(call, machine) + call + check
 
 

@@ -37,7 +37,7 @@ def matrix_sizes() -> list[dict]:
 def block_traffic(sweep: dict | list[dict]) -> list[dict]:
     """The fused kernel's as-issued traffic for one head and square blocks, for every
     (T, d, dtype, causal) of the sweep: larger blocks, fewer re-reads of K and V."""
-    cases = sorted({(p.tokens, p.head_dim, p.dtype, p.causal) for p in points(sweep)})
+    cases = sorted({(p.tokens, p.head_dim, p.dtype, p.causal) for p in points(sweep) if p.square})
     fused = catalog.triton_path("none")
     rows = []
     for tokens, head_dim, dtype, causal in cases:

@@ -30,10 +30,16 @@ from kernels.planning.sweep import points as sweep_points
 GRID_TOKENS = tuple(2**k for k in range(8, 18))  # 256 … 131,072
 
 
+def square_points(sweep: dict | list[dict]) -> list[Point]:
+    """The sweep's points of the square problem: what these tables predict (the inference
+    cases have their own, kernels.models.decode)."""
+    return [p for p in sweep_points(sweep) if p.square]
+
+
 def shapes(sweep: dict | list[dict]) -> dict[tuple, Point]:
     """Each shape of the sweep once, as its materialized Triton point, with the sweep's T."""
     found: dict[tuple, Point] = {}
-    for p in sweep_points(sweep):
+    for p in square_points(sweep):
         shape = replace(p, impl=catalog.triton_path("SP"), inputs="normal")
         key = (
             shape.batch,
@@ -59,7 +65,7 @@ def shape_label(point: Point) -> str:
 def launch_reasons(sweep: dict | list[dict], builds: list[dict]) -> dict[tuple[str, str, str], str]:
     """(shape, path, target) → why that path's kernels do not build there."""
     reasons: dict[tuple[str, str, str], str] = {}
-    points = sweep_points(sweep)
+    points = square_points(sweep)
     plugins = predict.predicted_plugins(points)
     for p in points:
         for path, point in predict.path_points(p, plugins).items():
@@ -74,9 +80,9 @@ def launch_reasons(sweep: dict | list[dict], builds: list[dict]) -> dict[tuple[s
 
 def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable[Gpu]) -> tuple[list, list]:
     reasons = launch_reasons(sweep, builds)
-    plugins = predict.predicted_plugins(sweep_points(sweep))
+    plugins = predict.predicted_plugins(square_points(sweep))
     swept = {}
-    for p in sweep_points(sweep):
+    for p in square_points(sweep):
         shape = replace(p, impl=catalog.triton_path("SP"), inputs="normal")
         swept.setdefault(shape_label(shape), set()).add(p.tokens)
     rows, kernel_rows = [], []
