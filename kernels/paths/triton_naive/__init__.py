@@ -8,6 +8,7 @@ from kernels.catalog import implementation
     stores="SP",
     triton=True,
     options=("sp_dtype", "return_intermediates", "max_row_block"),
+    takes=("query_tokens", "kv_heads"),
     traffic_model="kernels.paths.triton_naive.model:as_issued_naive",
     stage_model="kernels.paths.triton_naive.model:stage_costs",
     launches="kernels.paths.triton_naive.forward:planned_launches",

@@ -2,6 +2,10 @@
 softmax, pv: S and P through global memory), each kernel as a stage in words, and what the
 forward keeps for the backward (q, k, v and P in its stored dtype: FlashAttention's standard
 backward). Pure Python: no torch, no triton.
+
+Inference shapes: S and P are B·H·Tq·T; the walk (``walk_of``) covers the Tq query rows with
+the causal diagonal moved right by T − Tq. K and V are loaded per query head's programs
+(B·H of them, however many K/V heads there are: the kernels index the shared head).
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ DOES = {
 
 
 def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
-    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    T, Tq, d, e, e_sp, G = point.tokens, point.queries, point.head_dim, point.e, point.e_sp, point.groups
     walk = walk_of(point)
     passes = 1 if min(next_power_of_2(T), point.max_row_block) >= T else 2
-    sp = T * T * e_sp
+    sp = Tq * T * e_sp
     return {
         ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
         ("scores", "K", "load"): G * walk.keys_loaded * d * e,
@@ -32,7 +36,7 @@ def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
         ("softmax", "P", "store"): G * sp,
         ("pv", "P", "load"): G * walk.rows_by_span * e_sp,
         ("pv", "V", "load"): G * walk.span * d * e,
-        ("pv", "O", "store"): G * T * d * e,
+        ("pv", "O", "store"): G * Tq * d * e,
     }
 
 
@@ -41,4 +45,4 @@ def stage_costs(point: Point) -> list[StageCost]:
 
 
 def kept(point: Point) -> dict[str, int]:
-    return kept_inputs(point) | {"P": point.groups * point.tokens**2 * point.e_sp}
+    return kept_inputs(point) | {"P": point.groups * point.queries * point.tokens * point.e_sp}

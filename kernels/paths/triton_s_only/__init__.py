@@ -9,6 +9,7 @@ from kernels.spec import TRITON_TWIN
     stores="S",
     triton=True,
     twin=TRITON_TWIN,
+    takes=("query_tokens", "kv_heads"),
     traffic_model="kernels.paths.triton_s_only.model:as_issued_s_only",
     launches="kernels.paths.triton_s_only.forward:planned_launches",
     stages="kernels.paths.triton_s_only.forward:triton_s_only_stages",

@@ -1,10 +1,10 @@
 """Attention that stores S but never P, in three Triton launches: scores → stats → S·V.
 
 1. ``scores``: triton_naive's own kernel: S = Q·Kᵀ/√d in the input dtype into a global
-   (B, H, T, T) tensor, tiles wholly in the future stored as −∞ without loading Q or K.
+   (B, H, Tq, T) tensor, tiles wholly in the future stored as −∞ without loading Q or K.
 2. ``stats``: per block of BLOCK_M query rows, S's tiles streamed once, BLOCK_N columns at a
    time, into each row's maximum m and sum l = Σ exp(s − m) (online, in float32), stored as
-   M and L, float32 tensors of shape (B, H, T).
+   M and L, float32 tensors of shape (B, H, Tq).
 3. ``pv``: per query block, S's tiles streamed again, p = exp(s − m)/l computed in
    registers and multiplied into V; only O is stored. P never exists in global memory.
 
@@ -20,7 +20,12 @@ diagonal inside those tiles makes the mask, so no causal comparison is needed he
 The key tiles run in two passes of one inner loop, as in Triton's fused-attention tutorial
 (and ``kernels.paths.triton_flash.forward``): first the tiles that need no mask at all, then the few
 that do — the last, partial column tile of a T that is not a multiple of BLOCK_N, and every
-tile of the last, partial query block of a T that is not a multiple of BLOCK_M.
+tile of the last, partial query block of a Tq that is not a multiple of BLOCK_M.
+
+Inference shapes (as in ``kernels.paths.triton_naive.forward``): q holds Tq query rows, k and
+v Hkv heads; query head h reads V's head h // (H / Hkv) by index, and causal row i sees key
+j ≤ i + (T − Tq), so a block's key span ends that much further right. Tq and Hkv come from
+the tensors' shapes.
 """
 
 from __future__ import annotations
@@ -30,17 +35,23 @@ import torch
 from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, warps_for
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.paths.triton_naive.forward import scores_launch
+from kernels.paths.triton_naive.forward import kv_group, scores_launch
 
 TRITON_S_ONLY_STAGES = ("scores", "stats", "pv")  # one kernel each, in launch order
 
 
 @triton.jit
-def unmasked_end(first_row, hi, T, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Where the unmasked key tiles of a query block end: tiles [0, end) lie inside T in
-    both directions and are visited (start < hi). A partial query block has none."""
+def unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Where the unmasked key tiles of a query block end: tiles [0, end) lie inside the Tq
+    rows and the T keys and are visited (start < hi). A partial query block has none."""
     whole = tl.minimum((T // BLOCK_N) * BLOCK_N, ((hi + BLOCK_N - 1) // BLOCK_N) * BLOCK_N)
-    return tl.where(first_row + BLOCK_M <= T, whole, 0)
+    return tl.where(first_row + BLOCK_M <= Tq, whole, 0)
+
+
+@triton.jit
+def unmasked_end(first_row, hi, T, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``unmasked_tiles_end`` of the square problem (as many rows as keys)."""
+    return unmasked_tiles_end(first_row, hi, T, T, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
@@ -52,6 +63,7 @@ def stats_tiles(
     offs_m,
     lo,
     hi,
+    Tq,
     T,
     BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,
@@ -61,9 +73,9 @@ def stats_tiles(
         offs_n = start_n + tl.arange(0, BLOCK_N)
         s_ptrs = s_rows + offs_n[None, :].to(tl.int64) * s_sn
         if MASKED:
-            inside = (offs_m[:, None] < T) & (offs_n[None, :] < T)
+            inside = (offs_m[:, None] < Tq) & (offs_n[None, :] < T)
             s = tl.load(s_ptrs, mask=inside, other=float("-inf")).to(tl.float32)
-            s = tl.where(offs_m[:, None] < T, s, 0.0)  # padding rows: finite, never stored
+            s = tl.where(offs_m[:, None] < Tq, s, 0.0)  # padding rows: finite, never stored
         else:
             s = tl.load(s_ptrs).to(tl.float32)
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
@@ -88,13 +100,15 @@ def stats_kernel(
     s_lh,
     s_lt,
     H,
+    Tq,
     T,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
 ):
-    """Each row's max m and sum l = Σ exp(s − m) over its stored scores, for BLOCK_M rows,
-    streaming BLOCK_N-wide tiles of S (causal: up to the block's diagonal tile)."""
+    """Each row's max m and sum l = Σ exp(s − m) over its stored scores, for BLOCK_M of the
+    Tq rows, streaming BLOCK_N-wide tiles of S (causal: up to the block's diagonal tile,
+    T − Tq to the right of the square problem's)."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -106,13 +120,13 @@ def stats_kernel(
     l_i = tl.zeros([BLOCK_M], tl.float32)
     hi = T
     if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M)
-    whole = unmasked_end(first_row, hi, T, BLOCK_M, BLOCK_N)
-    m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, 0, whole, T, BLOCK_N, False)
-    m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, whole, hi, T, BLOCK_N, True)
+        hi = tl.minimum(T, first_row + BLOCK_M + T - Tq)
+    whole = unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N)
+    m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, 0, whole, Tq, T, BLOCK_N, False)
+    m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, whole, hi, Tq, T, BLOCK_N, True)
     rows = offs_m.to(tl.int64)
-    tl.store(M + b * s_mb + h * s_mh + rows * s_mt, m_i, mask=offs_m < T)
-    tl.store(L + b * s_lb + h * s_lh + rows * s_lt, l_i, mask=offs_m < T)
+    tl.store(M + b * s_mb + h * s_mh + rows * s_mt, m_i, mask=offs_m < Tq)
+    tl.store(L + b * s_lb + h * s_lh + rows * s_lt, l_i, mask=offs_m < Tq)
 
 
 @triton.jit
@@ -129,6 +143,7 @@ def pv_tiles(
     offs_d,
     lo,
     hi,
+    Tq,
     T,
     BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,
@@ -140,7 +155,7 @@ def pv_tiles(
         s_ptrs = s_rows + offs_n[None, :].to(tl.int64) * s_sn
         v_ptrs = v_base + offs_n[:, None].to(tl.int64) * s_vt + offs_d[None, :] * s_vd
         if MASKED:
-            inside = (offs_m[:, None] < T) & (offs_n[None, :] < T)
+            inside = (offs_m[:, None] < Tq) & (offs_n[None, :] < T)
             s = tl.load(s_ptrs, mask=inside, other=float("-inf"))
             v = tl.load(v_ptrs, mask=offs_n[:, None] < T, other=0.0)
         else:
@@ -177,15 +192,17 @@ def pv_kernel(
     s_ot,
     s_od,
     H,
+    Tq,
     T,
+    GROUP,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """O = softmax(S)·V for BLOCK_M query rows, streaming S's tiles a second time with the
-    rows' m and l: p = exp(s − m)/l lives only in registers.
+    """O = softmax(S)·V for BLOCK_M query rows (V's head h // GROUP), streaming S's tiles a
+    second time with the rows' m and l: p = exp(s − m)/l lives only in registers.
 
     p is rounded to V's dtype before the product, as triton_naive rounds the P it stores to
     the input dtype: the two then differ only in where P lives (registers here, global
@@ -204,40 +221,42 @@ def pv_kernel(
     offs_d = tl.arange(0, HEAD_DIM)
     rows = offs_m.to(tl.int64)
     # padding rows get m = 0, l = 1: their scores load as −∞, so their p is 0, never NaN
-    m_i = tl.load(M + b * s_mb + h * s_mh + rows * s_mt, mask=offs_m < T, other=0.0)
-    l_i = tl.load(L + b * s_lb + h * s_lh + rows * s_lt, mask=offs_m < T, other=1.0)
+    m_i = tl.load(M + b * s_mb + h * s_mh + rows * s_mt, mask=offs_m < Tq, other=0.0)
+    l_i = tl.load(L + b * s_lb + h * s_lh + rows * s_lt, mask=offs_m < Tq, other=1.0)
     s_rows = S + b * s_sb + h * s_sh + rows[:, None] * s_sm
-    v_base = V + b * s_vb + h * s_vh
+    v_base = V + b * s_vb + (h // GROUP) * s_vh
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     hi = T
     if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M)
-    whole = unmasked_end(first_row, hi, T, BLOCK_M, BLOCK_N)
+        hi = tl.minimum(T, first_row + BLOCK_M + T - Tq)
+    whole = unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N)
     # fmt: off
     state = (m_i, l_i, s_rows, s_sn, v_base, s_vt, s_vd, offs_m, offs_d)
-    acc = pv_tiles(acc, *state, 0, whole, T, BLOCK_N, False, DOT_F32)
-    acc = pv_tiles(acc, *state, whole, hi, T, BLOCK_N, True, DOT_F32)
+    acc = pv_tiles(acc, *state, 0, whole, Tq, T, BLOCK_N, False, DOT_F32)
+    acc = pv_tiles(acc, *state, whole, hi, Tq, T, BLOCK_N, True, DOT_F32)
     # fmt: on
     o_ptrs = O + b * s_ob + h * s_oh + rows[:, None] * s_ot + offs_d[None, :] * s_od
-    tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
+    tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < Tq)
 
 
 def stats_launch(s, m, l, causal: bool, block_m: int, block_n: int) -> Launch:
-    B, H, T, _ = s.shape
+    B, H, Tq, T = s.shape
     return Launch(
         stats_kernel,
-        (triton.cdiv(T, block_m), B * H),
-        (s, m, l, *s.stride(), *m.stride(), *l.stride(), H, T),
+        (triton.cdiv(Tq, block_m), B * H),
+        (s, m, l, *s.stride(), *m.stride(), *l.stride(), H, Tq, T),
         dict(BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=warps_for(block_m, block_n)),
     )
 
 
 def pv_launch(s, m, l, v, o, causal: bool, block_m: int, block_n: int) -> Launch:
-    B, H, T, d = v.shape
+    B, H, Tq, T = s.shape
+    d = v.shape[3]
+    strides = (*s.stride(), *m.stride(), *l.stride(), *v.stride(), *o.stride())
     return Launch(
         pv_kernel,
-        (triton.cdiv(T, block_m), B * H),
-        (s, m, l, v, o, *s.stride(), *m.stride(), *l.stride(), *v.stride(), *o.stride(), H, T),
+        (triton.cdiv(Tq, block_m), B * H),
+        (s, m, l, v, o, *strides, H, Tq, T, kv_group(o, v)),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
@@ -259,25 +278,26 @@ def s_only_launches(q, k, v, s, m, l, o, causal: bool, block_m: int, block_n: in
     ]
 
 
-def s_only_tensors(q):
-    """Empty S (input dtype, (B, H, T, T)) and the rows' M and L (float32, (B, H, T)) for
-    q's shape, on q's device."""
-    B, H, T, _ = q.shape
-    s = torch.empty((B, H, T, T), dtype=q.dtype, device=q.device)
-    m = torch.empty((B, H, T), dtype=torch.float32, device=q.device)
+def s_only_tensors(q: torch.Tensor, k: torch.Tensor | None = None):
+    """Empty S (input dtype, (B, H, Tq, T)) and the rows' M and L (float32, (B, H, Tq)) for
+    q's rows against k's keys (without k: as many keys as q has rows), on q's device."""
+    B, H, Tq, _ = q.shape
+    T = Tq if k is None else k.shape[2]
+    s = torch.empty((B, H, Tq, T), dtype=q.dtype, device=q.device)
+    m = torch.empty((B, H, Tq), dtype=torch.float32, device=q.device)
     return s, m, torch.empty_like(m)
 
 
 def planned_launches(q, k, v, *, causal, block_m, block_n):
     """One call's launches on tensors allocated like the call's (meta tensors: the build)."""
-    return s_only_launches(q, k, v, *s_only_tensors(q), torch.empty_like(q), causal, block_m, block_n)
+    return s_only_launches(q, k, v, *s_only_tensors(q, k), torch.empty_like(q), causal, block_m, block_n)
 
 
 def triton_s_only_stages(q, k, v, causal: bool, block_m: int, block_n: int):
     """The three launches as stages (name, callable) on S, M, L and O allocated here once,
     in launch order; returns the stages and O."""
     check_triton_device(q)
-    s, m, l = s_only_tensors(q)
+    s, m, l = s_only_tensors(q, k)
     o = torch.empty_like(q)
     launches = s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n)
     return [(name, launch.run) for name, launch in zip(TRITON_S_ONLY_STAGES, launches, strict=True)], o
@@ -295,7 +315,7 @@ def triton_s_only(
 ) -> torch.Tensor:
     """Exact attention through a global S and the rows' softmax statistics; P is never stored."""
     check_triton_device(q)
-    s, m, l = s_only_tensors(q)
+    s, m, l = s_only_tensors(q, k)
     o = torch.empty_like(q) if out is None else out
     for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n):
         launch.run()

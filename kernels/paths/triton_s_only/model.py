@@ -14,6 +14,10 @@ without "_kernel", the tensor argument's name, load or store):
 
 Non-causal, S moves 3·B·H·T²·e_sp bytes (one store, two full loads) against triton_naive's
 4·B·H·T²·e_sp for S and P together.
+
+Inference shapes: S is B·H·Tq·T, M and L B·H·Tq; the walk covers the Tq query rows with the
+causal diagonal moved right by T − Tq; V is loaded per query head's programs (B·H of them,
+however many K/V heads there are).
 """
 
 from __future__ import annotations
@@ -34,15 +38,15 @@ DOES = {
 
 def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
-    ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
-    block_n, causal, groups, e and e_sp)."""
-    T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    ``kernels.planning.point.Point``, or anything with its fields tokens, queries, head_dim,
+    block_m, block_n, causal, groups, e and e_sp)."""
+    T, Tq, d, e, e_sp, G = point.tokens, point.queries, point.head_dim, point.e, point.e_sp, point.groups
     walk = walk_of(point)
-    stats = T * STAT_BYTES
+    stats = Tq * STAT_BYTES
     return {
         ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
         ("scores", "K", "load"): G * walk.keys_loaded * d * e,
-        ("scores", "S", "store"): G * T * T * e_sp,
+        ("scores", "S", "store"): G * Tq * T * e_sp,
         ("stats", "S", "load"): G * walk.rows_by_span * e_sp,
         ("stats", "M", "store"): G * stats,
         ("stats", "L", "store"): G * stats,
@@ -50,7 +54,7 @@ def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
         ("pv", "M", "load"): G * stats,
         ("pv", "L", "load"): G * stats,
         ("pv", "V", "load"): G * walk.span * d * e,
-        ("pv", "O", "store"): G * T * d * e,
+        ("pv", "O", "store"): G * Tq * d * e,
     }
 
 
@@ -59,11 +63,11 @@ def stage_costs(point: Point) -> list[StageCost]:
 
 
 def kept(point: Point) -> dict[str, int]:
-    G, T = point.groups, point.tokens
-    rows = G * T * STAT_BYTES
+    G, T, Tq = point.groups, point.tokens, point.queries
+    rows = G * Tq * STAT_BYTES
     return kept_inputs(point) | {
-        "S": G * T * T * point.e_sp,
+        "S": G * Tq * T * point.e_sp,
         "M": rows,
         "L": rows,
-        "O": G * T * point.head_dim * point.e,
+        "O": G * Tq * point.head_dim * point.e,
     }

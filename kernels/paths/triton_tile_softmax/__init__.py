@@ -9,6 +9,7 @@ from kernels.spec import TRITON_TWIN
     stores="none",
     triton=True,
     twin=TRITON_TWIN,
+    takes=("query_tokens", "kv_heads"),
     traffic_model="kernels.paths.triton_flash.model:as_issued_fused",  # the fused loop's traffic
     launches="kernels.paths.triton_tile_softmax.forward:planned_launches",
     takes_out=True,

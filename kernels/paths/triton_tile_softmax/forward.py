@@ -6,6 +6,11 @@ their own, so a row that spans n key tiles gets weights summing to n, divided by
 denominators that each miss the rest of the row. The result equals attention only when a
 row fits in one key tile (T ≤ BLOCK_N). It is the fused kernel without carried row
 statistics, so that the two differ in exactly that one respect.
+
+Inference shapes come with the fused kernel (``kernels.paths.triton_flash.forward``): q of
+Tq query rows, k and v of Hkv heads read by index, causal row i seeing key j ≤ i + (T − Tq).
+A row is then right exactly where the keys it sees fit one key tile (non-causal: T ≤
+BLOCK_N); a key tile it cannot see adds nothing (its weights are zero, not 1/n).
 """
 
 from __future__ import annotations
