@@ -1,4 +1,5 @@
-"""Fused attention with the online softmax: no S or P in global memory."""
+"""Fused attention with the online softmax: no S or P in global memory. It takes fewer
+queries than keys (causal aligned to the end) and grouped K/V heads, read by index."""
 
 from kernels.catalog import implementation
 from kernels.spec import TRITON_TWIN
@@ -10,6 +11,7 @@ from kernels.spec import TRITON_TWIN
     triton=True,
     twin=TRITON_TWIN,
     options=("num_warps", "num_stages"),
+    takes=("query_tokens", "kv_heads"),
     traffic_model="kernels.paths.triton_flash.model:as_issued_fused",
     launches="kernels.paths.triton_flash.forward:planned_launches",
     launch_candidates="kernels.paths.triton_flash.model:launch_candidates",

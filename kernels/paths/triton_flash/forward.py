@@ -13,9 +13,16 @@ of a T that is not a multiple of BLOCK_N. Tiles a causal block cannot see are ne
 ``num_warps`` and ``num_stages`` (software pipelining of the loop's loads) are launch
 options; the build stage compiles every candidate of ``kernels.spec.FUSED_LAUNCH_CANDIDATES``.
 
+Inference shapes: q holds Tq query rows (Tq ≤ T when causal), k and v Hkv heads. Query head h
+reads K/V head h // (H / Hkv) by its base pointer — K and V are never copied per query head,
+though each query head's programs still load them. The queries are the sequence's last Tq
+positions: causal row i sees key j ≤ i + (T − Tq), so the diagonal and the tiles a block
+skips move right by that offset (what ``kernels.models.cost.walk_of`` walks). The grid covers
+cdiv(Tq, BLOCK_M) query blocks: none lies wholly past the last query.
+
 With ``STORE_LSE`` (and carried statistics) the kernel also stores each row's log-sum-exp of
 its scores, in base-2 units: LSE = log2 Σ_j exp2(c·log2(e)·S_ij) = log2(e)·logsumexp_j(c·S_ij),
-float32, in a contiguous (B, H, T) tensor. The fused backward (``flash_backward``) rebuilds
+float32, in a contiguous (B, H, Tq) tensor. The fused backward (``flash_backward``) rebuilds
 P = exp2(c·log2(e)·S − LSE) from it without a second reduction over the keys. Unset, the
 kernel has no extra load or store.
 """
@@ -79,6 +86,7 @@ def attend_tiles(
     lo,
     hi,
     T,
+    offset,
     qk_scale_log2,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -87,7 +95,8 @@ def attend_tiles(
     CARRY_STATS: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """Key tiles [lo, hi) into the running state; masks only when ``MASKED``."""
+    """Key tiles [lo, hi) into the running state; masks only when ``MASKED`` (causal: row
+    i sees key j ≤ i + ``offset``)."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k_ptrs = k_base + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
@@ -102,7 +111,7 @@ def attend_tiles(
         if MASKED:
             visible = offs_n[None, :] < T
             if CAUSAL:
-                visible = visible & (offs_n[None, :] <= offs_m[:, None])
+                visible = visible & (offs_n[None, :] <= offs_m[:, None] + offset)
             s = tl.where(visible, s, float("-inf"))
             v = tl.load(v_ptrs, mask=offs_n[:, None] < T, other=0.0)
         else:
@@ -150,6 +159,8 @@ def attention_fwd_kernel(
     s_od,
     H,
     T,
+    Tq,
+    GROUP,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -167,34 +178,37 @@ def attention_fwd_kernel(
     offs_d = tl.arange(0, HEAD_DIM)
     q = tl.load(
         Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd,
-        mask=offs_m[:, None] < T,
+        mask=offs_m[:, None] < Tq,
         other=0.0,
     )
-    k_base = K + b * s_kb + h * s_kh
-    v_base = V + b * s_vb + h * s_vh
+    h_kv = h // GROUP  # the K/V head this query head shares, by index
+    k_base = K + b * s_kb + h_kv * s_kh
+    v_base = V + b * s_vb + h_kv * s_vh
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    # whole tiles: inside T and, causal, left of the diagonal for every row of the block
+    # whole tiles: inside T and, causal, left of the diagonal (moved right by the offset of
+    # the queries in the sequence) for every row of the block
+    offset = T - Tq
     hi = T
     whole = (T // BLOCK_N) * BLOCK_N
     if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M)
-        whole = tl.minimum(whole, ((first_row + 1) // BLOCK_N) * BLOCK_N)
+        hi = tl.minimum(T, first_row + BLOCK_M + offset)
+        whole = tl.minimum(whole, ((first_row + 1 + offset) // BLOCK_N) * BLOCK_N)
     # the two passes, unmasked then masked (one call each, as in Triton's tutorial)
     # fmt: off
     state = (q, k_base, v_base, s_kt, s_kd, s_vt, s_vd, offs_m, offs_d)
-    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, 0, whole, T, qk_scale_log2,
+    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, 0, whole, T, offset, qk_scale_log2,
                                  BLOCK_M, BLOCK_N, False, CAUSAL, CARRY_STATS, DOT_F32)
-    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole, hi, T, qk_scale_log2,
+    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole, hi, T, offset, qk_scale_log2,
                                  BLOCK_M, BLOCK_N, True, CAUSAL, CARRY_STATS, DOT_F32)
     # fmt: on
     if CARRY_STATS:
         acc = acc / l_i[:, None]
     o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
-    tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < T)
+    tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < Tq)
     if STORE_LSE:  # base 2, as the scores above: m_i is in log2 units
-        tl.store(LSE + pid_bh.to(tl.int64) * T + offs_m, m_i + tl.log2(l_i), mask=offs_m < T)
+        tl.store(LSE + pid_bh.to(tl.int64) * Tq + offs_m, m_i + tl.log2(l_i), mask=offs_m < Tq)
 
 
 def attention_fwd_launch(
@@ -212,17 +226,19 @@ def attention_fwd_launch(
 ) -> Launch:
     """The launch; ``num_warps`` defaults by register tile size, ``num_stages`` to the
     deepest pipelining that fits the known targets' shared memory (``default_stages``).
-    ``lse``: a contiguous float32 (B, H, T) for the rows' base-2 log-sum-exp (needs
-    ``carry_stats``); None stores none, and O stands in for the pointer the kernel ignores."""
-    B, H, T, d = q.shape
+    ``lse``: a contiguous float32 (B, H, Tq) for the rows' base-2 log-sum-exp (needs
+    ``carry_stats``); None stores none, and O stands in for the pointer the kernel ignores.
+    Tq and Hkv are q's and k's: q (B, H, Tq, d), k and v (B, Hkv, T, d)."""
+    B, H, Tq, d = q.shape
+    T, group = k.shape[2], H // k.shape[1]
     if lse is not None and not carry_stats:
         raise ValueError("lse: the log-sum-exp needs carry_stats=True (tile-local sums are not the row's)")
     stages = num_stages or default_stages(block_m, block_n, d, q.element_size())
     pointers = (q, k, v, o, o if lse is None else lse)
     return Launch(
         attention_fwd_kernel,
-        (triton.cdiv(T, block_m), B * H),
-        (*pointers, sm_scale(d) * LOG2E, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T),
+        (triton.cdiv(Tq, block_m), B * H),
+        (*pointers, sm_scale(d) * LOG2E, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, T, Tq, group),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,

@@ -1,6 +1,11 @@
 """triton_flash's forward as a model: the bytes its one fused kernel moves as written (Q once,
 K and V once per query block over its key span, O once; nothing T×T), and what it keeps for
 the backward (q, k, v, O and each row's log-sum-exp: FlashAttention's). Pure Python.
+
+Inference shapes: Q, O and the log-sum-exp have B·H·query_tokens rows, the kept K and V
+B·kv_heads·T; the kernel still loads the shared K/V head once per query head's programs, so
+its as-issued K and V are B·H × the walk's key span (``kernels.models.cost.walk_of``, which
+walks the query_tokens rows with the causal offset the kernel uses).
 """
 
 from __future__ import annotations
@@ -12,19 +17,22 @@ from kernels.spec import FUSED_LAUNCH_CANDIDATES
 
 
 def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
-    T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
+    d, e, G = point.head_dim, point.e, point.groups
+    rows = G * point.queries * d * e
     kv = G * walk_of(point).span * d * e
     return {
-        ("attention_fwd", "Q", "load"): G * T * d * e,
+        ("attention_fwd", "Q", "load"): rows,
         ("attention_fwd", "K", "load"): kv,
         ("attention_fwd", "V", "load"): kv,
-        ("attention_fwd", "O", "store"): G * T * d * e,
+        ("attention_fwd", "O", "store"): rows,
     }
 
 
 def kept(point: Point) -> dict[str, int]:
-    G, T = point.groups, point.tokens
-    return kept_inputs(point) | {"O": G * T * point.head_dim * point.e, "LSE": G * T * FLOAT32_BYTES}
+    """q, k and v as given (K and V with their kv_heads, not one per query head), O, and a
+    float32 log-sum-exp per query row."""
+    G, Tq = point.groups, point.queries
+    return kept_inputs(point) | {"O": G * Tq * point.head_dim * point.e, "LSE": G * Tq * FLOAT32_BYTES}
 
 
 def launch_candidates(point: Point) -> tuple[tuple[int, int], ...]:
