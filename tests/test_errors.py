@@ -18,7 +18,7 @@ def call(q, k, v, impl="triton_flash", **kw):
 def test_names():
     """Ours, each registered by its folder in kernels/paths, in the folders' order (a
     plugin's, where one is loaded, follow)."""
-    assert kernels.IMPLEMENTATIONS[:11] == (
+    assert kernels.IMPLEMENTATIONS[:12] == (
         "reference",
         "sdpa",
         "sdpa_math",
@@ -29,12 +29,14 @@ def test_names():
         "triton_flash",
         "triton_naive",
         "triton_s_only",
+        "triton_split_kv",
         "triton_tile_softmax",
     )
-    assert kernels.TRITON_IMPLEMENTATIONS[:4] == (
+    assert kernels.TRITON_IMPLEMENTATIONS[:5] == (
         "triton_flash",
         "triton_naive",
         "triton_s_only",
+        "triton_split_kv",
         "triton_tile_softmax",
     )
 

@@ -25,6 +25,7 @@ from kernels.planning.point import Point
 from kernels.planning.sweep import points
 
 SP_KERNELS = ("S", "P")
+ATTENTION_TENSORS = ("Q", "K", "V", "O")  # what every design moves; the rest are a design's own
 CASE_COLUMNS = ("batch", "heads", "kv_heads", "group_size", "query_tokens", "tokens", "head_dim", "dtype")
 CASE_COLUMNS += ("causal", "rows_per_kv_head", "sp_bytes", "kv_bytes", "qo_bytes", "sp_share", "flops")
 CASE_COLUMNS += ("fused_compulsory_bytes", "intensity_flop_per_byte")
@@ -93,7 +94,9 @@ def gpu_columns(point: Point, gpu: Gpu) -> dict:
     compulsory = sum(cost.compulsory_transfers(fused).values())
     ridge = peak / gpu.hbm_bytes_per_s
     fused_issued = cost.summarize(fused)["traffic_model_bytes"] or compulsory
-    split_issued = cost.summarize(split)["traffic_model_bytes"] or compulsory
+    split_moves = cost.transfers(split)
+    split_issued = sum(t.as_issued or 0 for t in split_moves) or compulsory
+    partials = sum(t.as_issued or 0 for t in split_moves if t.tensor not in ATTENTION_TENSORS)
     fused_programs, split_programs = programs(fused, gpu), programs(split, gpu)
     fused_s, fused_share = launch_time(fused_issued, work, gpu, peak, fused_programs)
     split_s, split_share = launch_time(split_issued, work, gpu, peak, split_programs)
@@ -108,7 +111,7 @@ def gpu_columns(point: Point, gpu: Gpu) -> dict:
         "split_programs": split_programs,
         "split_hbm_share": split_share,
         "split_bytes": split_issued,
-        "split_partial_bytes": split_issued - compulsory,
+        "split_partial_bytes": partials,
         "split_s": split_s,
     }
 

@@ -15,6 +15,7 @@ from kernels.spec import TRITON_TWIN
     traffic_model="kernels.paths.triton_flash.model:as_issued_fused",
     launches="kernels.paths.triton_flash.forward:planned_launches",
     launch_candidates="kernels.paths.triton_flash.model:launch_candidates",
+    programs_model="kernels.paths.triton_flash.model:programs",
     takes_out=True,
     default=True,
     backward="kernels.paths.triton_flash.backward",

@@ -11,7 +11,7 @@ walks the query_tokens rows with the causal offset the kernel uses).
 from __future__ import annotations
 
 from kernels.models.backward_cost import FLOAT32_BYTES, kept_inputs
-from kernels.models.cost import walk_of
+from kernels.models.cost import cdiv, walk_of
 from kernels.planning.point import Point
 from kernels.spec import FUSED_LAUNCH_CANDIDATES
 
@@ -33,6 +33,12 @@ def kept(point: Point) -> dict[str, int]:
     float32 log-sum-exp per query row."""
     G, Tq = point.groups, point.queries
     return kept_inputs(point) | {"O": G * Tq * point.head_dim * point.e, "LSE": G * Tq * FLOAT32_BYTES}
+
+
+def programs(point: Point, sms: int | None = None) -> int:
+    """Programs the fused kernel launches: a query block of one query head each, B·H·⌈Tq/block_m⌉
+    whatever the GPU (``sms``): at decode, one per head, too few to fill a GPU's SMs."""
+    return point.groups * cdiv(point.queries, point.block_m)
 
 
 def launch_candidates(point: Point) -> tuple[tuple[int, int], ...]:
