@@ -12,6 +12,11 @@ that ``torch.autograd.graph.saved_tensors_hooks`` sees every byte the path keeps
 - ``backward(dO, q, k, v, saved, causal, block_m, block_n, **options) -> (dQ, dK, dV)``;
 - ``planned_backward_launches(q, k, v, *, causal, block_m, block_n, **options)`` (optional): the
   backward's launches on meta tensors, for the build stage.
+
+Shapes pass through as given: k and v may have fewer heads than q (grouped heads), and the
+backward returns dK and dV with k's and v's shapes, each K/V head's gradient the sum over the
+query heads sharing it. A backward has as many queries as keys: with fewer (query_tokens, an
+inference shape) a graph is refused when the forward builds it (``check_backward_queries``).
 """
 
 from __future__ import annotations
@@ -21,11 +26,23 @@ from types import ModuleType
 import torch
 
 
+def check_backward_queries(q: torch.Tensor, k: torch.Tensor) -> None:
+    """A backward needs the square problem in its rows: q's query_tokens equal to k's T (the
+    Triton backwards' kernels walk T query rows against T keys)."""
+    if q.shape[2] != k.shape[2]:
+        raise ValueError(
+            f"query_tokens={q.shape[2]} (q.shape={tuple(q.shape)}) with tokens={k.shape[2]} keys: a "
+            "backward needs as many queries as keys (query_tokens = T); fewer queries are an "
+            "inference shape, forward only"
+        )
+
+
 class SavedAttention(torch.autograd.Function):
     """O from the path's forward_saving; dQ, dK, dV from its backward on what it saved."""
 
     @staticmethod
     def forward(ctx, q, k, v, path: ModuleType, causal: bool, block_m: int, block_n: int, options: dict):
+        check_backward_queries(q, k)
         o, saved = path.forward_saving(q, k, v, causal, block_m, block_n, **options)
         ctx.save_for_backward(q, k, v, *saved)
         ctx.path, ctx.call = path, (causal, block_m, block_n, options)

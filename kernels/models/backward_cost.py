@@ -18,9 +18,12 @@ FLOAT32_BYTES = ELEMENT_BYTES["float32"]
 
 
 def kept_inputs(point: Point) -> dict[str, int]:
-    """Q, K and V, which every backward keeps."""
-    rows = point.groups * point.tokens * point.head_dim * point.e
-    return {"Q": rows, "K": rows, "V": rows}
+    """Q, K and V, which every backward keeps, as given: Q with a (query_tokens × d) matrix
+    per query head, K and V with a (T × d) matrix per K/V head (kv_heads, not one per query
+    head: a path reads the shared head by index)."""
+    d, e = point.head_dim, point.e
+    kv = point.kv_groups * point.tokens * d * e
+    return {"Q": point.groups * point.queries * d * e, "K": kv, "V": kv}
 
 
 def kept_bytes(point: Point) -> dict[str, int] | None:
@@ -38,13 +41,16 @@ def compulsory_backward(point: Point) -> dict[tuple[str, str], int]:
     passes. The S-only one reads the kept S once with its rows' M and L, and O once for the
     rows' D = rowsum(dO∘O) it writes and reads back; the fused one the same with O and the
     log-sum-exp, and no T×T tensor at all. Causal or not, a T×T pass counts every element
-    (as the forward's compulsory transfers do)."""
-    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    rows = G * T * d * e
-    moved = {(name, "load"): rows for name in ("Q", "K", "V", "DO")}
-    moved |= {(name, "store"): rows for name in ("DQ", "DK", "DV")}
+    (as the forward's compulsory transfers do). Grouped heads: K, V, dK and dV have a matrix
+    per K/V head (B·kv_heads·T·d), each dK and dV the sum over its group's query heads; Q,
+    dO, dQ, O and the rows' statistics one per query head."""
+    G, d, e = point.groups, point.head_dim, point.e
+    rows = G * point.queries * d * e
+    kv = point.kv_groups * point.tokens * d * e
+    moved = {(name, "load"): rows for name in ("Q", "DO")} | {(name, "load"): kv for name in ("K", "V")}
+    moved |= {("DQ", "store"): rows} | {(name, "store"): kv for name in ("DK", "DV")}
     tt = score_bytes(point)
-    stats = G * T * FLOAT32_BYTES
+    stats = G * point.queries * FLOAT32_BYTES
     if point.stores == "SP":
         return (
             moved

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from kernels import catalog
 from kernels.models.backward_cost import as_issued_backward, executed_flops_backward
+from kernels.models.cost import score_bytes
 from kernels.models.stage_type import StageCost
 from kernels.planning.point import Point
 
@@ -53,7 +54,7 @@ def shared_work(point: Point, products: Mapping[str, tuple[int, int]]) -> dict[s
 def issued_kernel_stages(point: Point, work: Work, does: Mapping[str, str]) -> list[StageCost]:
     """One cost per kernel of the path's backward traffic model, in launch order."""
     issued = as_issued_backward(point)
-    matrix = point.groups * point.tokens**2 * point.e_sp
+    matrix = score_bytes(point)  # one T×T tensor (one per query head)
     found = []
     for kernel in dict.fromkeys(k for k, _, _ in issued):
         mine = {(t, op): n for (k, t, op), n in issued.items() if k == kernel}

@@ -8,9 +8,10 @@ from its scores, P = exp2(c·log2(e)·Q·Kᵀ − LSE), with no reduction over t
 Three launches:
 
 - ``delta`` (``backward_common``): D = rowsum(dO∘O), float32 (B, H, T);
-- ``dkdv``: one program per BLOCK_N key rows and (b, h), streaming the query blocks that see
-  them: S = Q·Kᵀ again, P from S and LSE, dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − D),
-  dK += dSᵀ·Q, and dK scaled by c once at the end (c = 1/√d folded out of dS);
+- ``dkdv``: one program per BLOCK_N key rows and (b, K/V head), streaming the query blocks
+  that see them (of each query head sharing the K/V head, one head after another): S = Q·Kᵀ
+  again, P from S and LSE, dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − D), dK += dSᵀ·Q, and dK
+  scaled by c once at the end (c = 1/√d folded out of dS);
 - ``dq``: one program per BLOCK_M query rows, streaming key blocks: S, P, dP, dS again,
   dQ += dS·K, scaled by c at the end.
 
@@ -31,6 +32,13 @@ the partial last tile of a T that is not a multiple of the block (as ``attend_ti
 the end of its key range). ``dkdv`` calls it three times, because a key block's masked
 query blocks lie at both ends of its range: the diagonal first, the edge last.
 
+Grouped heads (k and v with Hkv < H heads, each shared by a group of H / Hkv query heads):
+``dq`` reads query head h's keys at K/V head h // (H / Hkv), by index; ``dkdv`` sums its K/V
+head's dK and dV over the group in registers, the heads in order, and stores them once. So
+dK and dV come out with k's shape, summed in a fixed order (no per-query-head float32
+buffers, no atomics), and K and V are loaded once per key block by ``dkdv`` (by ``dq`` once
+per query head's programs, as the forward does).
+
 A partial block of the rows a program owns (keys in ``dkdv``, queries in ``dq``) needs no
 mask inside the loop: its padding rows are loaded as zeros and only ever feed the padding
 rows of the program's own result (rows of a matrix product do not mix), which are not
@@ -41,6 +49,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels.impl.autograd import check_backward_queries
 from kernels.impl.triton.backward_common import delta_launch, delta_tensor, empty_gradients
 from kernels.impl.triton.common import (
     LOG2E,
@@ -154,7 +163,8 @@ def dkdv_kernel(
     s_dvh,
     s_dvt,
     s_dvd,
-    H,
+    H_KV,
+    GROUP,
     T,
     qk_scale_log2,
     scale,
@@ -164,19 +174,21 @@ def dkdv_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
+    """dK and dV of BLOCK_N key rows of one K/V head: the sum over the GROUP query heads
+    sharing it (h_kv·GROUP … h_kv·GROUP + GROUP − 1), each streaming its query blocks."""
     pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = (pid_bh // H).to(tl.int64)
-    h = (pid_bh % H).to(tl.int64)
+    pid_bkv = tl.program_id(1)
+    b = (pid_bkv // H_KV).to(tl.int64)
+    h_kv = (pid_bkv % H_KV).to(tl.int64)
     first_key = pid_n * BLOCK_N
     offs_n = first_key + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     keys = offs_n[:, None] < T
     k = tl.load(
-        K + b * s_kb + h * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd, mask=keys, other=0.0
+        K + b * s_kb + h_kv * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd, mask=keys, other=0.0
     )
     v = tl.load(
-        V + b * s_vb + h * s_vh + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd, mask=keys, other=0.0
+        V + b * s_vb + h_kv * s_vh + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd, mask=keys, other=0.0
     )
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
@@ -191,19 +203,21 @@ def dkdv_kernel(
         diagonal_end = (first_key + BLOCK_N + BLOCK_M - 2) // BLOCK_M * BLOCK_M
         unmasked_lo = tl.maximum(lo, tl.minimum(diagonal_end, whole))
     unmasked_hi = tl.maximum(unmasked_lo, whole)
-    # fmt: off
-    state = (Q + b * s_qb + h * s_qh, DO + b * s_gb + h * s_gh,
-             LSE + pid_bh.to(tl.int64) * T, Delta + pid_bh.to(tl.int64) * T,
-             s_qt, s_qd, s_gt, s_gd, offs_n, offs_d)
-    dk, dv = dkdv_tiles(dk, dv, k, v, *state, lo, unmasked_lo, T, qk_scale_log2,
-                        BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
-    dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_lo, unmasked_hi, T, qk_scale_log2,
-                        BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32)
-    dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_hi, T, T, qk_scale_log2,
-                        BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
-    # fmt: on
-    dk_ptrs = DK + b * s_dkb + h * s_dkh + offs_n[:, None] * s_dkt + offs_d[None, :] * s_dkd
-    dv_ptrs = DV + b * s_dvb + h * s_dvh + offs_n[:, None] * s_dvt + offs_d[None, :] * s_dvd
+    for g in range(GROUP):  # the query heads sharing this K/V head, in order
+        h = h_kv * GROUP + g
+        row = (pid_bkv.to(tl.int64) * GROUP + g) * T  # (b, h)'s LSE and D: b·H + h
+        # fmt: off
+        state = (Q + b * s_qb + h * s_qh, DO + b * s_gb + h * s_gh, LSE + row, Delta + row,
+                 s_qt, s_qd, s_gt, s_gd, offs_n, offs_d)
+        dk, dv = dkdv_tiles(dk, dv, k, v, *state, lo, unmasked_lo, T, qk_scale_log2,
+                            BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
+        dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_lo, unmasked_hi, T, qk_scale_log2,
+                            BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32)
+        dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_hi, T, T, qk_scale_log2,
+                            BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
+        # fmt: on
+    dk_ptrs = DK + b * s_dkb + h_kv * s_dkh + offs_n[:, None] * s_dkt + offs_d[None, :] * s_dkd
+    dv_ptrs = DV + b * s_dvb + h_kv * s_dvh + offs_n[:, None] * s_dvt + offs_d[None, :] * s_dvd
     tl.store(dk_ptrs, cast(dk * scale, DK.dtype.element_ty), mask=keys)
     tl.store(dv_ptrs, cast(dv, DV.dtype.element_ty), mask=keys)
 
@@ -287,6 +301,7 @@ def dq_kernel(
     s_dqt,
     s_dqd,
     H,
+    GROUP,
     T,
     qk_scale_log2,
     scale,
@@ -296,10 +311,12 @@ def dq_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
+    """dQ of BLOCK_M query rows of head h, streaming the keys of its K/V head h // GROUP."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
+    h_kv = h // GROUP  # the K/V head this query head shares, by index
     first_row = pid_m * BLOCK_M
     offs_m = first_row + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -319,7 +336,7 @@ def dq_kernel(
         hi = tl.minimum(T, first_row + BLOCK_M)
         whole = tl.minimum(whole, ((first_row + 1) // BLOCK_N) * BLOCK_N)
     # fmt: off
-    state = (q, do, lse, delta, K + b * s_kb + h * s_kh, V + b * s_vb + h * s_vh,
+    state = (q, do, lse, delta, K + b * s_kb + h_kv * s_kh, V + b * s_vb + h_kv * s_vh,
              s_kt, s_kd, s_vt, s_vd, offs_m, offs_d)
     dq = dq_tiles(dq, *state, 0, whole, T, qk_scale_log2, BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32)
     dq = dq_tiles(dq, *state, whole, hi, T, qk_scale_log2, BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
@@ -341,12 +358,14 @@ def backward_kernel_options(rows: int, columns: int, q: torch.Tensor, causal: bo
 
 
 def dkdv_launch(q, k, v, do, lse, delta, dk, dv, causal: bool, block_m: int, block_n: int) -> Launch:
+    """A program per BLOCK_N keys of each (b, K/V head), over the query heads it serves."""
     B, H, T, d = q.shape
+    Hkv = k.shape[1]
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride())
     return Launch(
         dkdv_kernel,
-        (triton.cdiv(T, block_n), B * H),
-        (q, k, v, do, lse, delta, dk, dv, *strides, H, T, sm_scale(d) * LOG2E, sm_scale(d)),
+        (triton.cdiv(T, block_n), B * Hkv),
+        (q, k, v, do, lse, delta, dk, dv, *strides, Hkv, H // Hkv, T, sm_scale(d) * LOG2E, sm_scale(d)),
         # its register tiles: Sᵀ and dPᵀ (BLOCK_N × BLOCK_M), dK and dV (BLOCK_N × d each)
         dict(
             BLOCK_M=block_m,
@@ -358,11 +377,12 @@ def dkdv_launch(q, k, v, do, lse, delta, dk, dv, causal: bool, block_m: int, blo
 
 def dq_launch(q, k, v, do, lse, delta, dq, causal: bool, block_m: int, block_n: int) -> Launch:
     B, H, T, d = q.shape
+    group = H // k.shape[1]
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
     return Launch(
         dq_kernel,
         (triton.cdiv(T, block_m), B * H),
-        (q, k, v, do, lse, delta, dq, *strides, H, T, sm_scale(d) * LOG2E, sm_scale(d)),
+        (q, k, v, do, lse, delta, dq, *strides, H, group, T, sm_scale(d) * LOG2E, sm_scale(d)),
         # its register tiles: S and dP (BLOCK_M × BLOCK_N), dQ (BLOCK_M × d)
         dict(
             BLOCK_M=block_m, BLOCK_N=block_n, **backward_kernel_options(block_m, max(block_n, d), q, causal)
@@ -404,8 +424,9 @@ def backward_launches(
 def backward(
     do, q, k, v, saved, causal: bool, block_m: int, block_n: int, **options
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dQ, dK, dV), contiguous, in the inputs' dtype."""
+    """(dQ, dK, dV), contiguous, in the inputs' dtype, each shaped as its input."""
     check_triton_device(q)
+    check_backward_queries(q, k)
     if do.shape != q.shape or do.dtype != q.dtype:
         raise ValueError(f"dO: {tuple(do.shape)} {do.dtype}, expected O's {tuple(q.shape)} {q.dtype}")
     grads = empty_gradients(q, k, v)

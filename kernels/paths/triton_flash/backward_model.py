@@ -12,6 +12,11 @@ same pairs, from the two sides:
   the query block's Q, dO, LSE and Delta loaded (its valid rows);
 - ``dq``: per query block, Q, dO, LSE and Delta loaded once and dQ stored once; per
   visited pair, the key block's K and V loaded (its valid rows).
+
+Grouped heads (kv_heads < heads): ``dkdv`` runs per K/V head and streams every query head of
+its group, so its K and V loads and dK, dV stores count B·kv_heads (T × d) matrices; all the
+rest counts per query head (B·heads), ``dq``'s K and V included (each query head's programs
+load the shared head). The group's sum is taken in the kernel's registers: nothing else moves.
 """
 
 from __future__ import annotations
@@ -56,22 +61,22 @@ def _pair_counts(point) -> tuple[int, int, int]:
 def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
     ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
-    block_n, causal, groups and e)."""
-    T, d, e, G = point.tokens, point.head_dim, point.e, point.groups
+    block_n, causal, groups, kv_groups and e)."""
+    T, d, e, G, Gkv = point.tokens, point.head_dim, point.e, point.groups, point.kv_groups
     row_tensor = T * d * e  # one (T, d) tensor of one (b, h), once
     _, streamed_rows, streamed_keys = _pair_counts(point)  # rows of query (dkdv) and key (dq) blocks
     return {
         ("delta", "O", "load"): G * row_tensor,
         ("delta", "DO", "load"): G * row_tensor,
         ("delta", "Delta", "store"): G * T * ROW_BYTES,
-        ("dkdv", "K", "load"): G * row_tensor,
-        ("dkdv", "V", "load"): G * row_tensor,
+        ("dkdv", "K", "load"): Gkv * row_tensor,
+        ("dkdv", "V", "load"): Gkv * row_tensor,
         ("dkdv", "Q", "load"): G * streamed_rows * d * e,
         ("dkdv", "DO", "load"): G * streamed_rows * d * e,
         ("dkdv", "LSE", "load"): G * streamed_rows * ROW_BYTES,
         ("dkdv", "Delta", "load"): G * streamed_rows * ROW_BYTES,
-        ("dkdv", "DK", "store"): G * row_tensor,
-        ("dkdv", "DV", "store"): G * row_tensor,
+        ("dkdv", "DK", "store"): Gkv * row_tensor,
+        ("dkdv", "DV", "store"): Gkv * row_tensor,
         ("dq", "Q", "load"): G * row_tensor,
         ("dq", "DO", "load"): G * row_tensor,
         ("dq", "LSE", "load"): G * T * ROW_BYTES,

@@ -14,6 +14,12 @@ neither O nor a preprocessing launch. Five launches, in order:
 4. ``dq``: dQ = dS·K, causal: key tiles up to the diagonal one (dS is 0 beyond it);
 5. ``dk``: dK = dSᵀ·Q, streamed as dv.
 
+Grouped heads (k and v with Hkv < H heads, each shared by H / Hkv query heads): ``dp`` and
+``dq`` read V and K of query head h at K/V head h // (H / Hkv), by index; ``dv`` and ``dk``
+run a program per BLOCK_M key rows of each K/V head and stream, one after another, the P (dS)
+and dO (Q) of every query head sharing it into one float32 sum, stored once: dK and dV with
+k's and v's shapes, the group's sum in a fixed order.
+
 dP and dS are stored in P's dtype, so a float16 dP overflows for a large dO·V exactly as
 the forward's float16 S does for a large Q·Kᵀ; float32 accumulation everywhere else.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels.impl.autograd import check_backward_queries
 from kernels.impl.checks import parse_dtype
 from kernels.impl.triton.backward_common import empty_gradients
 from kernels.impl.triton.common import (
@@ -64,6 +71,7 @@ def dp_kernel(
     s_pm,
     s_pn,
     H,
+    GROUP,
     T,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -71,8 +79,8 @@ def dp_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """One BLOCK_M×BLOCK_N tile of dP = dO·Vᵀ, future entries 0; a tile wholly in the future
-    stores its zeros without loading dO or V."""
+    """One BLOCK_M×BLOCK_N tile of dP = dO·Vᵀ (V of K/V head h // GROUP), future entries 0;
+    a tile wholly in the future stores its zeros without loading dO or V."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_bh = tl.program_id(2)
@@ -89,7 +97,7 @@ def dp_kernel(
         tl.store(dp_ptrs, cast(tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DP.dtype.element_ty), mask=in_bounds)
     else:
         do_ptrs = DO + b * s_gb + h * s_gh + offs_m[:, None] * s_gt + offs_d[None, :] * s_gd
-        v_ptrs = V + b * s_vb + h * s_vh + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd
+        v_ptrs = V + b * s_vb + (h // GROUP) * s_vh + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd
         do = tl.load(do_ptrs, mask=offs_m[:, None] < T, other=0.0)
         v = tl.load(v_ptrs, mask=offs_n[:, None] < T, other=0.0)
         dp = mma(do, tl.trans(v), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32)
@@ -157,6 +165,7 @@ def ds_kernel(
 
 @triton.jit
 def streamed_product(
+    acc,
     a_base,
     s_a_fixed,
     s_a_stream,
@@ -172,12 +181,11 @@ def streamed_product(
     BLOCK_N: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """Σ_t A[fixed, t]·B[t, :] over t from lo to hi in BLOCK_N steps (tiles cut at T), in
-    float32. A's element (f, t) lies at a_base + f·s_a_fixed + t·s_a_stream, so swapping the
-    two strides reads a T×T tensor transposed in place."""
+    """acc + Σ_t A[fixed, t]·B[t, :] over t from lo to hi in BLOCK_N steps (tiles cut at T),
+    in float32. A's element (f, t) lies at a_base + f·s_a_fixed + t·s_a_stream, so swapping
+    the two strides reads a T×T tensor transposed in place."""
     offs_d = tl.arange(0, HEAD_DIM)
     a_rows = a_base + fixed[:, None].to(tl.int64) * s_a_fixed
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     for start in range(lo, hi, BLOCK_N):
         offs_t = start + tl.arange(0, BLOCK_N)
         a = tl.load(
@@ -208,7 +216,8 @@ def dv_kernel(
     s_vh,
     s_vt,
     s_vd,
-    H,
+    H_KV,
+    GROUP,
     T,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -216,32 +225,24 @@ def dv_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """dV = Pᵀ·dO for BLOCK_M key rows, streaming query rows; causal: from the key block's
-    first row on (P is 0 above the diagonal)."""
+    """dV = Σ_h Pᵀ·dO for BLOCK_M key rows of one K/V head, over the GROUP query heads h
+    sharing it, streaming each one's query rows; causal: from the key block's first row on
+    (P is 0 above the diagonal)."""
     pid_k = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = (pid_bh // H).to(tl.int64)
-    h = (pid_bh % H).to(tl.int64)
+    pid_bkv = tl.program_id(1)
+    b = (pid_bkv // H_KV).to(tl.int64)
+    h_kv = (pid_bkv % H_KV).to(tl.int64)
     keys = pid_k * BLOCK_M + tl.arange(0, BLOCK_M)
     lo = pid_k * BLOCK_M if CAUSAL else 0
-    acc = streamed_product(
-        P + b * s_pb + h * s_ph,
-        s_pn,
-        s_pm,
-        DO + b * s_gb + h * s_gh,
-        s_gt,
-        s_gd,
-        keys,
-        lo,
-        T,
-        T,
-        HEAD_DIM,
-        BLOCK_M,
-        BLOCK_N,
-        DOT_F32,
-    )
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for g in range(GROUP):  # the query heads sharing this K/V head, in order
+        h = h_kv * GROUP + g
+        # fmt: off
+        acc = streamed_product(acc, P + b * s_pb + h * s_ph, s_pn, s_pm, DO + b * s_gb + h * s_gh,
+                               s_gt, s_gd, keys, lo, T, T, HEAD_DIM, BLOCK_M, BLOCK_N, DOT_F32)
+        # fmt: on
     offs_d = tl.arange(0, HEAD_DIM)
-    dv_ptrs = DV + b * s_vb + h * s_vh + keys[:, None] * s_vt + offs_d[None, :] * s_vd
+    dv_ptrs = DV + b * s_vb + h_kv * s_vh + keys[:, None] * s_vt + offs_d[None, :] * s_vd
     tl.store(dv_ptrs, cast(acc, DV.dtype.element_ty), mask=keys[:, None] < T)
 
 
@@ -263,6 +264,7 @@ def dq_kernel(
     s_qt,
     s_qd,
     H,
+    GROUP,
     T,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -270,8 +272,8 @@ def dq_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """dQ = dS·K for BLOCK_M query rows, streaming key tiles; causal rows stop at the
-    diagonal tile."""
+    """dQ = dS·K for BLOCK_M query rows of head h, streaming key tiles of K/V head
+    h // GROUP; causal rows stop at the diagonal tile."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -281,10 +283,11 @@ def dq_kernel(
     if CAUSAL:
         hi = tl.minimum(T, (pid_m + 1) * BLOCK_M)
     acc = streamed_product(
+        tl.zeros([BLOCK_M, HEAD_DIM], tl.float32),
         DS + b * s_sb + h * s_sh,
         s_sm,
         s_sn,
-        K + b * s_kb + h * s_kh,
+        K + b * s_kb + (h // GROUP) * s_kh,
         s_kt,
         s_kd,
         queries,
@@ -318,7 +321,8 @@ def dk_kernel(
     s_kh,
     s_kt,
     s_kd,
-    H,
+    H_KV,
+    GROUP,
     T,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -326,32 +330,24 @@ def dk_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """dK = dSᵀ·Q for BLOCK_M key rows, streaming query rows; causal: from the key block's
-    first row on (dS is 0 above the diagonal)."""
+    """dK = Σ_h dSᵀ·Q for BLOCK_M key rows of one K/V head, over the GROUP query heads h
+    sharing it, streaming each one's query rows; causal: from the key block's first row on
+    (dS is 0 above the diagonal)."""
     pid_k = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = (pid_bh // H).to(tl.int64)
-    h = (pid_bh % H).to(tl.int64)
+    pid_bkv = tl.program_id(1)
+    b = (pid_bkv // H_KV).to(tl.int64)
+    h_kv = (pid_bkv % H_KV).to(tl.int64)
     keys = pid_k * BLOCK_M + tl.arange(0, BLOCK_M)
     lo = pid_k * BLOCK_M if CAUSAL else 0
-    acc = streamed_product(
-        DS + b * s_sb + h * s_sh,
-        s_sn,
-        s_sm,
-        Q + b * s_qb + h * s_qh,
-        s_qt,
-        s_qd,
-        keys,
-        lo,
-        T,
-        T,
-        HEAD_DIM,
-        BLOCK_M,
-        BLOCK_N,
-        DOT_F32,
-    )
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for g in range(GROUP):  # the query heads sharing this K/V head, in order
+        h = h_kv * GROUP + g
+        # fmt: off
+        acc = streamed_product(acc, DS + b * s_sb + h * s_sh, s_sn, s_sm, Q + b * s_qb + h * s_qh,
+                               s_qt, s_qd, keys, lo, T, T, HEAD_DIM, BLOCK_M, BLOCK_N, DOT_F32)
+        # fmt: on
     offs_d = tl.arange(0, HEAD_DIM)
-    dk_ptrs = DK + b * s_kb + h * s_kh + keys[:, None] * s_kt + offs_d[None, :] * s_kd
+    dk_ptrs = DK + b * s_kb + h_kv * s_kh + keys[:, None] * s_kt + offs_d[None, :] * s_kd
     tl.store(dk_ptrs, cast(acc, DK.dtype.element_ty), mask=keys[:, None] < T)
 
 
@@ -371,7 +367,7 @@ def dp_launch(do, v, dp, causal: bool, block_m: int, block_n: int) -> Launch:
     return Launch(
         dp_kernel,
         (triton.cdiv(T, block_m), triton.cdiv(T, block_n), B * H),
-        (do, v, dp, *do.stride(), *v.stride(), *dp.stride(), H, T),
+        (do, v, dp, *do.stride(), *v.stride(), *dp.stride(), H, H // v.shape[1], T),
         _tile_options(d, block_m, block_n, causal, warps_for(block_m, block_n), do, v),
     )
 
@@ -391,12 +387,15 @@ def ds_launch(p, dp, ds, scale: float, max_row_block: int = MAX_ROW_BLOCK) -> La
 
 
 def streamed_launch(kernel, a, b, out, causal: bool, block_m: int, block_n: int) -> Launch:
-    """dv, dq or dk: a program per BLOCK_M rows of ``out``, A (T×T) and B (T×d) streamed."""
+    """dv, dq or dk: a program per BLOCK_M rows of each head of ``out``, A (T×T, a matrix per
+    query head) and B (T×d) streamed. dv and dk have a head per K/V head and sum the group of
+    query heads sharing it; dq has a head per query head and reads K by its K/V head."""
     B, H, T, d = out.shape
+    group = a.shape[1] // min(b.shape[1], out.shape[1])  # query heads per K/V head
     return Launch(
         kernel,
         (triton.cdiv(T, block_m), B * H),
-        (a, b, out, *a.stride(), *b.stride(), *out.stride(), H, T),
+        (a, b, out, *a.stride(), *b.stride(), *out.stride(), H, group, T),
         # the float32 accumulator is BLOCK_M × d, the loaded tile of A BLOCK_M × BLOCK_N
         _tile_options(d, block_m, block_n, causal, warps_for(block_m, max(block_n, d)), a, b),
     )
@@ -475,8 +474,10 @@ def backward(
     max_row_block: int = MAX_ROW_BLOCK,
     return_intermediates: bool = False,
 ):
-    """(dQ, dK, dV); with ``return_intermediates``, (dQ, dK, dV, dP, dS)."""
+    """(dQ, dK, dV), each shaped as its input; with ``return_intermediates``, (dQ, dK, dV, dP,
+    dS)."""
     check_triton_device(q)
+    check_backward_queries(q, k)
     p = _saved_p(q, saved, sp_dtype)
     grads = empty_gradients(q, k, v)
     dp, ds = intermediate_tensors(q, p)
@@ -505,6 +506,7 @@ KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order, the standard backward'
 def backward_stages(q, k, v, do, causal: bool, block_m: int, block_n: int, **options):
     """Its backward's kernels as stages on the P its forward saved, in launch order; returns
     them and (dQ, dK, dV), for the stage timing (kernels.measure.backward_run)."""
+    check_backward_queries(q, k)
     _, saved = forward_saving(q, k, v, causal, block_m, block_n, **options)
     grads = empty_gradients(q, k, v)
     launches = backward_launches(do, q, k, v, saved, grads, causal, block_m, block_n, **options)

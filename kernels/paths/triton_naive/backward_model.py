@@ -14,6 +14,11 @@ Five kernels, keyed as the interpreter's counter keys them:
 
 Non-causal with one ds pass the T×T traffic is 7·B·H·T²·e_sp: dP stored once and read by
 ds, P read by ds and dv, dS stored once and read by dq and dk; the forward's is 4·B·H·T²·e_sp.
+
+Grouped heads (kv_heads < heads): ``dv`` and ``dk`` run per K/V head over its group's query
+heads, so only their dV and dK stores count B·kv_heads (T × d) matrices; every load counts per
+query head (B·heads), ``dp``'s V and ``dq``'s K included (each query head's programs load the
+shared head). The group's sum is taken in the kernels' registers: nothing else moves.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ def _ds_passes(point) -> int:
 def as_issued_naive_backward(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
     ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
-    block_n, causal, max_row_block, groups, e and e_sp)."""
+    block_n, causal, max_row_block, groups, kv_groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
     do_dp = v_dp = 0  # dp's loads
     by_rows = cols = 0  # dq: dS over key spans, K over them
@@ -64,13 +69,13 @@ def as_issued_naive_backward(point) -> dict[tuple[str, str, str], int]:
         ("ds", "DS", "store"): G * tt,
         ("dv", "P", "load"): G * by_keys,
         ("dv", "DO", "load"): G * rows_streamed,
-        ("dv", "DV", "store"): G * grad,
+        ("dv", "DV", "store"): point.kv_groups * grad,
         ("dq", "DS", "load"): G * by_rows,
         ("dq", "K", "load"): G * cols,
         ("dq", "DQ", "store"): G * grad,
         ("dk", "DS", "load"): G * by_keys,
         ("dk", "Q", "load"): G * rows_streamed,
-        ("dk", "DK", "store"): G * grad,
+        ("dk", "DK", "store"): point.kv_groups * grad,
     }
 
 

@@ -14,6 +14,11 @@ per BLOCK_N key rows, streaming query blocks: dV += pᵀ·dO, dK += dsᵀ·Q) an
 program per BLOCK_M query rows, streaming key blocks: dQ += ds·K). S is read twice, once by
 each; with ds = c·p∘(dp − D) the scale c = 1/√d is folded into ds.
 
+Grouped heads (k and v with Hkv < H heads): ``dq`` reads query head h's K and V at K/V head
+h // (H / Hkv), by index; ``dkdv`` runs a program per key block of each K/V head, streams the
+query blocks of every query head sharing it one head after another, and stores its dK and dV
+once: the group's sum, taken in registers in a fixed order.
+
 Causal: tiles wholly in the future of their query block are never visited. Inside the
 visited ones the −∞ that ``scores`` stored above the diagonal gives p = 0, hence ds = 0,
 so no causal comparison is made; masks guard only the T boundary. Each inner loop is one
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels.impl.autograd import check_backward_queries
 from kernels.impl.triton.backward_common import delta_launch, delta_tensor, empty_gradients
 from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, sm_scale, warps_for
 from kernels.impl.triton.lang import tl, triton
@@ -148,7 +154,8 @@ def dkdv_kernel(
     s_uh,
     s_ut,
     s_ud,
-    H,
+    H_KV,
+    GROUP,
     T,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -156,34 +163,37 @@ def dkdv_kernel(
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
 ):
-    """dK and dV of BLOCK_N key rows, streaming the query blocks that see them (causal: from
-    the block holding the first of these keys on); S's column tile gives p, never Q·Kᵀ."""
+    """dK and dV of BLOCK_N key rows of one K/V head, streaming the query blocks that see
+    them (causal: from the block holding the first of these keys on) of each of the GROUP
+    query heads sharing it, summed in registers; S's column tile gives p, never Q·Kᵀ."""
     pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = (pid_bh // H).to(tl.int64)
-    h = (pid_bh % H).to(tl.int64)
+    pid_bkv = tl.program_id(1)
+    b = (pid_bkv // H_KV).to(tl.int64)
+    h_kv = (pid_bkv % H_KV).to(tl.int64)
     first_key = pid_n * BLOCK_N
     offs_n = first_key + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     keys = offs_n[:, None] < T
-    v_ptrs = V + b * s_vb + h * s_vh + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd
+    v_ptrs = V + b * s_vb + h_kv * s_vh + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd
     v = tl.load(v_ptrs, mask=keys, other=0.0)
-    s_cols = S + b * s_sb + h * s_sh + offs_n[None, :].to(tl.int64) * s_sn
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     lo = 0
     if CAUSAL:
         lo = (first_key // BLOCK_M) * BLOCK_M  # earlier query blocks are wholly in the past
     whole = unmasked_query_end(first_key, lo, T, BLOCK_M, BLOCK_N)
-    # fmt: off
-    state = (v, s_cols, s_sm, M + b * s_mb + h * s_mh, s_mt, L + b * s_lb + h * s_lh, s_lt,
-             Delta + b * s_db + h * s_dh, s_dt, Q + b * s_qb + h * s_qh, s_qt, s_qd,
-             DO + b * s_gb + h * s_gh, s_gt, s_gd, offs_n, offs_d)
-    dk, dv = dkdv_tiles(dk, dv, *state, lo, whole, T, scale, BLOCK_M, BLOCK_N, False, DOT_F32)
-    dk, dv = dkdv_tiles(dk, dv, *state, whole, T, T, scale, BLOCK_M, BLOCK_N, True, DOT_F32)
-    # fmt: on
-    dk_ptrs = DK + b * s_kb + h * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
-    dv_ptrs = DV + b * s_ub + h * s_uh + offs_n[:, None] * s_ut + offs_d[None, :] * s_ud
+    for g in range(GROUP):  # the query heads sharing this K/V head, in order
+        h = h_kv * GROUP + g
+        s_cols = S + b * s_sb + h * s_sh + offs_n[None, :].to(tl.int64) * s_sn
+        # fmt: off
+        state = (v, s_cols, s_sm, M + b * s_mb + h * s_mh, s_mt, L + b * s_lb + h * s_lh, s_lt,
+                 Delta + b * s_db + h * s_dh, s_dt, Q + b * s_qb + h * s_qh, s_qt, s_qd,
+                 DO + b * s_gb + h * s_gh, s_gt, s_gd, offs_n, offs_d)
+        dk, dv = dkdv_tiles(dk, dv, *state, lo, whole, T, scale, BLOCK_M, BLOCK_N, False, DOT_F32)
+        dk, dv = dkdv_tiles(dk, dv, *state, whole, T, T, scale, BLOCK_M, BLOCK_N, True, DOT_F32)
+        # fmt: on
+    dk_ptrs = DK + b * s_kb + h_kv * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
+    dv_ptrs = DV + b * s_ub + h_kv * s_uh + offs_n[:, None] * s_ut + offs_d[None, :] * s_ud
     tl.store(dk_ptrs, cast(dk, DK.dtype.element_ty), mask=keys)
     tl.store(dv_ptrs, cast(dv, DV.dtype.element_ty), mask=keys)
 
@@ -277,6 +287,7 @@ def dq_kernel(
     s_qt,
     s_qd,
     H,
+    GROUP,
     T,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -285,11 +296,12 @@ def dq_kernel(
     DOT_F32: tl.constexpr,
 ):
     """dQ of BLOCK_M query rows, streaming S's row tiles up to the diagonal (causal) with
-    the rows' M, L, D and dO held in registers."""
+    the rows' M, L, D and dO held in registers, and K and V of K/V head h // GROUP."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
+    h_kv = h // GROUP  # the K/V head this query head shares, by index
     first_row = pid_m * BLOCK_M
     offs_m = first_row + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -308,8 +320,8 @@ def dq_kernel(
         hi = tl.minimum(T, first_row + BLOCK_M)
     whole = unmasked_end(first_row, hi, T, BLOCK_M, BLOCK_N)
     # fmt: off
-    state = (do, m_i, l_i, delta, s_rows, s_sn, V + b * s_vb + h * s_vh, s_vt, s_vd,
-             K + b * s_kb + h * s_kh, s_kt, s_kd, offs_m, offs_d)
+    state = (do, m_i, l_i, delta, s_rows, s_sn, V + b * s_vb + h_kv * s_vh, s_vt, s_vd,
+             K + b * s_kb + h_kv * s_kh, s_kt, s_kd, offs_m, offs_d)
     dq = dq_tiles(dq, *state, 0, whole, T, scale, BLOCK_M, BLOCK_N, False, DOT_F32)
     dq = dq_tiles(dq, *state, whole, hi, T, scale, BLOCK_M, BLOCK_N, True, DOT_F32)
     # fmt: on
@@ -318,12 +330,14 @@ def dq_kernel(
 
 
 def dkdv_launch(s, m, l, q, do, v, delta, dk, dv, causal: bool, block_m: int, block_n: int) -> Launch:
+    """A program per BLOCK_N keys of each (b, K/V head), over the query heads it serves."""
     B, H, T, d = q.shape
+    Hkv = v.shape[1]
     tensors = (s, m, l, q, do, v, delta, dk, dv)
     return Launch(
         dkdv_kernel,
-        (triton.cdiv(T, block_n), B * H),
-        (*tensors, sm_scale(d), *(x for t in tensors for x in t.stride()), H, T),
+        (triton.cdiv(T, block_n), B * Hkv),
+        (*tensors, sm_scale(d), *(x for t in tensors for x in t.stride()), Hkv, H // Hkv, T),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
@@ -337,12 +351,12 @@ def dkdv_launch(s, m, l, q, do, v, delta, dk, dv, causal: bool, block_m: int, bl
 
 
 def dq_launch(s, m, l, do, v, delta, k, dq, causal: bool, block_m: int, block_n: int) -> Launch:
-    B, H, T, d = k.shape
+    B, H, T, d = dq.shape
     tensors = (s, m, l, do, v, delta, k, dq)
     return Launch(
         dq_kernel,
         (triton.cdiv(T, block_m), B * H),
-        (*tensors, sm_scale(d), *(x for t in tensors for x in t.stride()), H, T),
+        (*tensors, sm_scale(d), *(x for t in tensors for x in t.stride()), H, H // k.shape[1], T),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
@@ -397,8 +411,9 @@ def backward(
     block_n: int,
     **options,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dQ, dK, dV), contiguous in the inputs' dtype."""
+    """(dQ, dK, dV), contiguous in the inputs' dtype, each shaped as its input."""
     check_triton_device(q)
+    check_backward_queries(q, k)
     grads = empty_gradients(q, k, v)
     for launch in backward_launches(do, q, k, v, saved, grads, causal, block_m, block_n, **options):
         launch.run()

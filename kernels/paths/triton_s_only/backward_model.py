@@ -11,6 +11,11 @@ Three kernels, keyed as the interpreter's counter keys them:
 
 Both visit the same tiles: (m, n) is visited unless it lies wholly in the future (causal),
 i.e. iff n·BLOCK_N < (m + 1)·BLOCK_M. Non-causal, S moves 2·B·H·T²·e_sp (two full loads).
+
+Grouped heads (kv_heads < heads): ``dkdv`` runs per K/V head over its group's query heads, so
+its V load and dK, dV stores count B·kv_heads (T × d) matrices; the rest counts per query head
+(``dq``'s K and V too: each query head's programs load the shared head). The group's sum is
+taken in the kernel's registers: nothing else moves.
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ def _tiles(point):
 def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
     """Bytes each (kernel, tensor, op) moves as the kernels are written, for ``point`` (a
     ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
-    block_n, causal, groups, e and e_sp)."""
+    block_n, causal, groups, kv_groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
+    Gkv = point.kv_groups
     s = qrows = krows = 0  # S elements; query rows (dkdv) and key rows (dq) loaded per tile
     for _, _, rows, cols in _tiles(point):
         s += rows * cols
@@ -57,9 +63,9 @@ def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
         ("dkdv", "Delta", "load"): G * qrows * STAT_BYTES,
         ("dkdv", "Q", "load"): G * qrows * d * e,
         ("dkdv", "DO", "load"): G * qrows * d * e,
-        ("dkdv", "V", "load"): G * rows_bytes,
-        ("dkdv", "DK", "store"): G * rows_bytes,
-        ("dkdv", "DV", "store"): G * rows_bytes,
+        ("dkdv", "V", "load"): Gkv * rows_bytes,
+        ("dkdv", "DK", "store"): Gkv * rows_bytes,
+        ("dkdv", "DV", "store"): Gkv * rows_bytes,
         ("dq", "S", "load"): G * s * e_sp,
         ("dq", "M", "load"): G * T * STAT_BYTES,
         ("dq", "L", "load"): G * T * STAT_BYTES,
