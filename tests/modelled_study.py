@@ -24,7 +24,7 @@ from kernels.io.tables import write_tables
 from kernels.measure import gates
 from kernels.measure.ceilings import unavailable
 from kernels.measure.run import base_record
-from kernels.models import backward_predictions, model_tables, prediction_tables, stage_predictions
+from kernels.models import backward_predictions, decode, model_tables, prediction_tables, stage_predictions
 from kernels.models.stages import stage_costs
 from kernels.planning.point import Point
 from kernels.planning.sweep import points, resolved
@@ -189,6 +189,7 @@ def write_results(
     model_tables.write(
         grids, model / "matrix_sizes.csv", model / "block_traffic.csv", model / "softmax_example.json"
     )
+    decode.write(grids, model / "decode.csv")
     prediction_tables.write(
         grids, [], model / "gpus.csv", model / "predictions.csv", model / "predicted_kernels.csv"
     )

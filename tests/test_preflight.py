@@ -78,10 +78,11 @@ def test_every_launch_of_the_gpu_study_fits_the_gpu_it_runs_on(tmp_path):
     candidates = [r for r in launches if r["use"] == "candidate"]
     assert len(candidates) == sum(len(FUSED_LAUNCH_CANDIDATES[p.head_dim]) for p in fused)
     # every validation case of every validated group: 2 masks per GPU shape, the
-    # materialized path's three kernels each, the S-only path's three and the fused one, and
-    # the backward grid's 64 × 64 groups: the materialized path's and the fused one's again
+    # materialized path's three kernels each, the S-only path's three and the fused one, the
+    # backward grid's 64 × 64 groups: the materialized path's and the fused one's again, and
+    # the decode grid's split-KV path's two (its partials and their merge)
     cases = {(r["what"], r["kernel"]) for r in launches if r["use"] == "validate"}
-    assert len(cases) == 2 * len(CUDA_SHAPES) * (3 + 3 + 1 + 3 + 1)
+    assert len(cases) == 2 * len(CUDA_SHAPES) * (3 + 3 + 1 + 3 + 1 + 2)
     assert f"{len(launches)} launches of {len(found['variants'])} compiled variants" in log
 
 

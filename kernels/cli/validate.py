@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
+from dataclasses import replace
 
 from kernels import catalog
 from kernels.cli.arguments import (
@@ -18,6 +19,7 @@ from kernels.cli.arguments import (
     time_limit_reason,
 )
 from kernels.planning.point import (
+    Point,
     batch_int,
     heads_int,
     impl_name,
@@ -35,6 +37,7 @@ from kernels.spec import (
     INPUTS,
     MAX_GRID_YZ,
     MAX_TOKENS,
+    REFERENCE,
 )
 
 
@@ -62,6 +65,14 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
         "--heads", type=heads_int, default=2, help=f"H for --tokens shapes (at most {MAX_GRID_YZ:,})"
     )
     cmd.add_argument("--inputs", choices=INPUTS, default=DEFAULT_INPUTS, help="what --tokens shapes hold")
+    cmd.add_argument(
+        "--query-tokens",
+        type=tokens_int,
+        help="queries of --tokens shapes against their T keys, at most T (default: T; 1: decode)",
+    )
+    cmd.add_argument(
+        "--kv-heads", type=heads_int, help="K/V heads of --tokens shapes, dividing --heads (default: H)"
+    )
     cmd.add_argument(
         "--backward",
         action="store_true",
@@ -95,8 +106,15 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    if args.head_dim and not args.tokens:
-        raise SystemExit("--head-dim needs --tokens (it replaces the default shapes)")
+    if (args.head_dim or args.query_tokens or args.kv_heads) and not args.tokens:
+        raise SystemExit(
+            "--head-dim, --query-tokens and --kv-heads need --tokens (they replace the default shapes)"
+        )
+    if args.backward and (args.query_tokens or args.kv_heads):
+        raise SystemExit(
+            "--backward with --query-tokens or --kv-heads: the backward's cases are the square "
+            "problem (a backward needs as many queries as keys); validate the forward alone"
+        )
     if args.gradient != "normal" and not (args.backward and args.tokens):
         raise SystemExit(
             f"--gradient {args.gradient} needs --backward and --tokens (it sets the upstream gradient "
@@ -110,14 +128,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
     args.impl = registered_impls(args.impl)
 
-    if args.tokens:
-        shapes = tuple(
-            validate.Shape(args.batch, args.heads, t, d, inputs=args.inputs)
-            for t in args.tokens
-            for d in (args.head_dim or [64])
-        )
-    else:
-        shapes = validate.CUDA_SHAPES if device == "cuda" else validate.CPU_SHAPES
+    shapes = given_shapes(args) if args.tokens else cases_of.shapes_for(device)
     backward_shapes = cases_of.backward_shapes(
         args.backward, shapes, bool(args.tokens), args.gradient, device
     )
@@ -179,6 +190,30 @@ def write_validation(args: argparse.Namespace, results=None, timed_out: bool = F
         print(validate.summary(results), file=sys.stderr, flush=True)
     if args.json:
         write_text_atomic(args.json, json.dumps([r.to_dict() for r in results], indent=1))
+
+
+def given_shapes(args: argparse.Namespace) -> tuple:
+    """The --tokens shapes (with --query-tokens and --kv-heads where given), each checked as a
+    point checks them; an implementation of --impl that does not take them is refused."""
+    from kernels.planning.cases import Shape, takes
+
+    shapes = []
+    for t in args.tokens:
+        for d in args.head_dim or [64]:
+            inference = {"query_tokens": args.query_tokens, "kv_heads": args.kv_heads}
+            try:  # a point says what query_tokens and kv_heads may be; T and H are the square problem
+                point = Point(REFERENCE, args.batch, args.heads, t, d, "float32", False, **inference)
+            except ValueError as err:
+                raise SystemExit(f"validate --tokens {t}: {err}") from None
+            shape = Shape(args.batch, args.heads, t, d, inputs=args.inputs)
+            shapes.append(replace(shape, query_tokens=point.query_tokens, kv_heads=point.kv_heads))
+    refused = [name for name in args.impl if not all(takes(name, shape) for shape in shapes)]
+    if refused:
+        raise SystemExit(
+            f"--impl {' '.join(refused)}: {catalog.get(refused[0]).shape_refusal(*shapes[0].inference)}; "
+            "leave it out, or --query-tokens and --kv-heads"
+        )
+    return tuple(shapes)
 
 
 def registered_impls(asked: list[str] | None) -> list[str]:

@@ -9,27 +9,39 @@ inputs (q = k = 61,440) checks the other claim about stored scores: an implement
 cannot hold the largest score in its dtype is expected to return non-finite outputs
 (verdict ``nonfinite``), while the fused kernels, which keep scores in float32, still pass.
 Where torch_naive's own S overflows, the pass rule's baseline is the same three operations
-with S in float32.
+with S in float32. The inference cases (fewer queries than keys, grouped K/V heads:
+kernels.planning.cases) run on the implementations whose registration takes their
+dimensions, and their rows say the shape (query_tokens, kv_heads).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import torch
 
 from kernels import catalog
 from kernels.impl.checks import DTYPES
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import future_mask, largest_product, reference_float64
+from kernels.impl.reference import future_mask, largest_product, per_query_head, reference_float64
 from kernels.impl.registry import attention
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
 from kernels.paths.sdpa.forward import BackendUnavailableError
 from kernels.paths.torch_naive.forward import torch_naive
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here
-from kernels.planning.cases import CPU_SHAPES, CUDA_SHAPES, Shape, case_key, cases  # noqa: F401
+from kernels.planning.cases import (  # noqa: F401
+    CPU_SHAPES,
+    CUDA_SHAPES,
+    INFERENCE_CPU_SHAPES,
+    INFERENCE_CUDA_SHAPES,
+    Shape,
+    case_key,
+    cases,
+    takes,
+)
 from kernels.spec import DEFAULT_BLOCK, LARGE_INPUT
 
 
@@ -43,10 +55,20 @@ def naive_baseline(q, k, v, causal) -> torch.Tensor:
     out = torch_naive(q, k, v, causal)
     if torch.isfinite(out).all():
         return out
+    k, v = (per_query_head(x, q.shape[1]) for x in (k, v))  # a baseline: copies are fine here
     s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
     if causal:
-        s = s.masked_fill(future_mask(q.shape[-2], q.device), float("-inf"))
+        s = s.masked_fill(future_mask(k.shape[-2], q.device, q.shape[-2]), float("-inf"))
     return torch.softmax(s, dim=-1).to(q.dtype) @ v
+
+
+@dataclass
+class ForwardResult(Result):
+    """A forward case's result with the inference shape it ran: query_tokens (T for the
+    square problem) and kv_heads (H)."""
+
+    query_tokens: int | None = None
+    kv_heads: int | None = None
 
 
 def _run_into(impl, q, k, v, causal, blocks, poison: float) -> torch.Tensor:
@@ -83,7 +105,7 @@ def validate(
     impls=None,
     dtypes=tuple(DTYPES),
     causals=(False, True),
-    shapes=CPU_SHAPES,
+    shapes=CPU_SHAPES + INFERENCE_CPU_SHAPES,
     device: str = "cpu",
     block_m: int = DEFAULT_BLOCK,
     block_n: int = DEFAULT_BLOCK,
@@ -94,7 +116,8 @@ def validate(
     """Every implementation on every case. ``unfit`` names cases (by ``case_key``) whose
     launches cannot run on this GPU, with the reason (the preflight's findings): they are
     left out with verdict ``unfit`` instead of failing at launch. ``impls``: every
-    registered implementation unless named."""
+    registered implementation unless named; an inference case runs only those of them that
+    take its dimensions (kernels.planning.cases.takes)."""
     impls = catalog.names() if impls is None else impls
     results = []
     unfit = unfit or {}
@@ -110,11 +133,13 @@ def validate(
             case_seed,
             shape.layout,
             shape.inputs,
+            query_tokens=shape.query_tokens,
+            kv_heads=shape.kv_heads,
         )
         ref = reference_float64(q, k, v, causal)
         bound = 2.0 * _max_abs(naive_baseline(q, k, v, causal), ref) + RTOL_ABS
         product = largest_product(q, k)
-        for impl in impls:
+        for impl in (name for name in impls if takes(name, shape)):
             start = time.perf_counter()
             triton = catalog.get(impl).triton
             key = case_key(impl, shape, dtype_name, causal, block_m, block_n) if triton else None
@@ -143,7 +168,7 @@ def forward_not_run(reason, verdict, impls, dtypes, causals, shapes, block_m, bl
         # max |q·k|: q = k = LARGE_INPUT everywhere for large inputs; normal inputs never
         # come near a stored dtype's largest value
         product = shape.head_dim * LARGE_INPUT**2 if shape.inputs == "large" else 0.0
-        for impl in impls:
+        for impl in (name for name in impls if takes(name, shape)):
             results.append(
                 case_result(
                     impl,
@@ -164,13 +189,13 @@ def forward_not_run(reason, verdict, impls, dtypes, causals, shapes, block_m, bl
     return results
 
 
-def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdict) -> Result:
+def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdict) -> ForwardResult:
     """One case's result: the case as validation ran it (blocks for the Triton paths only)
     and the verdict it was expected to give, with ``verdict``'s fields (error, bound,
     written, verdict, message, seconds)."""
     triton = catalog.get(impl).triton
     block_m, block_n = blocks
-    return Result(
+    return ForwardResult(
         impl=impl,
         dtype=dtype_name,
         causal=causal,
@@ -184,6 +209,8 @@ def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdic
         block_n=block_n if triton else None,
         seed=seed,
         expected=expected_verdict(impl, shape.tokens, block_n, dtype_name, product, shape.head_dim),
+        query_tokens=shape.query_tokens or shape.tokens,
+        kv_heads=shape.kv_heads or shape.heads,
         **verdict,
     )
 
@@ -195,7 +222,9 @@ HEADER = (
     "causal",
     "B",
     "H",
+    "Hkv",
     "T",
+    "Tq",
     "d",
     "layout",
     "inputs",
@@ -218,7 +247,9 @@ def table_row(r: Result) -> tuple[str, ...]:
         str(r.causal).lower(),
         str(r.batch),
         str(r.heads),
+        str(getattr(r, "kv_heads", None) or r.heads),  # a backward row: the square problem
         str(r.tokens),
+        str(getattr(r, "query_tokens", None) or r.tokens),
         str(r.head_dim),
         r.layout,
         r.inputs,

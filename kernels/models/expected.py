@@ -9,7 +9,12 @@ A stage's expected time is the fixed cost of one call of its kind (``fixed_us``)
 its data takes:
 - scores and pv: their FLOPs at the product rate measured for the dtype, head dimension and
   shape (Q·Kᵀ, P·V), interpolated in log T between the lengths it was timed at (the nearest
-  one outside them);
+  one outside them). Those products were timed square (T query rows against T keys), so
+  their rates hold a square product's bytes; a product with fewer rows than keys (a K/V
+  head's group·query_tokens rows, decode's one query per head: a matrix-vector product) moves
+  nearly as many bytes for far fewer FLOPs, so its time is the longer of its FLOPs at that
+  rate and its bytes streamed at the in-place scale's measured rate (bytes read and written,
+  a pass's rate at the same place: the cache while the product's tensors fit, DRAM past it);
 - scale, mask, softmax (and softmax's cast into a 2-byte P): the share of their bytes (or
   elements) a cache serves at the operation's rate measured inside the largest cache, the
   rest at its rate past it (DRAM). The two parts add: each byte is served by one place.
@@ -161,8 +166,7 @@ def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = Fal
     if fixed is None:
         return None
     if stage.stage in PRODUCT_SHAPE:
-        rate = product_rate(ops, point.dtype, point.head_dim, PRODUCT_SHAPE[stage.stage], point.tokens)
-        data = None if rate is None else stage.flops / rate
+        data = product_data_seconds(stage, point, ops, cold)
     else:
         data = pass_data_seconds(stage, point, ops, cache_share(stage.footprint_bytes, ops.cache_bytes), cold)
     if data is None:
@@ -170,9 +174,25 @@ def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = Fal
     return {"time_s": fixed + data, "fixed_s": fixed, "data_s": data}
 
 
+def product_data_seconds(stage: StageCost, point: Point, ops: Ops, cold: bool) -> float | None:
+    """The data time of scores or pv: its FLOPs at the square product's rate, and, with fewer
+    rows per K/V head than keys (decode), at least its bytes at the streaming rate (module
+    docstring; where the ceilings timed no pass, the FLOPs alone)."""
+    rate = product_rate(ops, point.dtype, point.head_dim, PRODUCT_SHAPE[stage.stage], point.tokens)
+    if rate is None:
+        return None
+    computed = stage.flops / rate
+    if point.group_size * point.queries >= point.tokens:
+        return computed  # as many rows as the square products timed, or more
+    share = cache_share(stage.bytes, ops.cache_bytes)
+    held_at = held_place(stage.stage, point, cold=cold)
+    streamed = pass_seconds(ops, point.dtype, "scale", stage.bytes, share, held_at=held_at)
+    return computed if streamed is None else max(computed, streamed)
+
+
 def pass_data_seconds(stage: StageCost, point: Point, ops: Ops, share: float, cold: bool) -> float | None:
     """The data time of scale, mask or softmax (with its cast for a 2-byte dtype)."""
-    n = point.groups * point.tokens**2
+    n = point.groups * point.queries * point.tokens  # elements of S
     held_at = held_place(stage.stage, point, cold=cold)
     if stage.stage == "softmax":
         found = pass_seconds(ops, point.dtype, "softmax", n, share, held_at=held_at)

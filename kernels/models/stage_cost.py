@@ -9,10 +9,11 @@ its registration's ``stage_model`` where it gives one (torch_naive's five operat
 Triton path's kernels described in its own words); otherwise one stage per kernel of its
 traffic model, costed here from the model's bytes (``kernel_stages``).
 
-Bytes are split into the hand-off (S, P and softmax's float32 matrix: the T×T tensors one
-stage writes and the next reads back, which a cache may serve while they fit) and the rest
-(Q, K, V, O and the boolean mask). ``footprint_bytes`` is what must stay in cache for the
-stage's hand-off to be served there: the distinct T×T tensors it touches. FLOPs count the
+Bytes are split into the hand-off (S, P and softmax's float32 matrix: the (query_tokens × T)
+tensors, one per query head, that one stage writes and the next reads back, which a cache may
+serve while they fit) and the rest (Q, K, V, O and the boolean mask; K and V a matrix per K/V
+head). ``footprint_bytes`` is what must stay in cache for the stage's hand-off to be served
+there: the distinct S-sized tensors it touches. FLOPs count the
 products as executed (the convention of kernels.models.cost.flops).
 """
 
@@ -44,7 +45,7 @@ def kernel_stages(point: Point, does: Mapping[str, str] = {}) -> list[StageCost]
     stages = tuple(dict.fromkeys(t.kernel for t in moves))
     per_product = flops(point) // 2
     unnamed = [s for s in stages if s not in PRODUCTS]
-    matrix = point.groups * point.tokens**2 * point.e_sp
+    matrix = point.groups * point.queries * point.tokens * point.e_sp  # one S: (Tq × T) per query head
     found = []
     for stage in stages:
         mine = [t for t in moves if t.kernel == stage]

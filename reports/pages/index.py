@@ -14,7 +14,7 @@ import pandas as pd
 from kernels.io.atomic import write_text_atomic
 from kernels.io.benchmarks import WORKER
 from kernels.io.tables import POINT_KEY as TABLE_KEY
-from reports.pages import handoff_text, inputs, outcome
+from reports.pages import decode, handoff_text, inputs, outcome
 from reports.pages import training as training_page
 from reports.pages.common import (
     SORTABLE_SCRIPT,
@@ -24,6 +24,7 @@ from reports.pages.common import (
     names,
     nonfinite,
     number,
+    square,
     status_counts,
     why_nothing_ran,
 )
@@ -376,6 +377,7 @@ def findings(
 ) -> str:
     """The study's answers in a few lines, each computed from this run's tables and linked to
     the page that shows it; ``training``: the backward, training-shape and crossing tables."""
+    everything, metrics, stage_times = metrics, square(metrics), square(stage_times)  # pages' own
     items = [
         ("storage", finding_storage(metrics)),
         ("traffic", finding_traffic(metrics)),
@@ -384,6 +386,7 @@ def findings(
         ("handoff", handoff_text.finding(stage_times, env)),
         ("predicted", finding_prediction(predictions)),
         ("training", training_page.finding(*training) if training else None),
+        ("decode", decode.finding(everything)),
     ]
     # a finding whose page did not render names it instead of linking it
     lines = [

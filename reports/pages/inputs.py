@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.benchmarks import RULE_COLUMNS
-from kernels.io.tables import POINT_KEY
+from kernels.io.tables import POINT_KEY as RECORD_KEY
+from kernels.spec import INFERENCE_DIMS
 
 
 class InputError(ValueError):
@@ -41,6 +42,9 @@ class Input:
     # pages hold it to the same one
     leaf: str | None = None
 
+
+# the key columns a page needs (the inference dimensions are read where a table has them)
+POINT_KEY = [k for k in RECORD_KEY if k not in INFERENCE_DIMS]
 
 METRICS = (
     *[k for k in POINT_KEY if k != "device"],
@@ -71,6 +75,10 @@ STAGE_NUMBERS = ("tokens", "time_ms", "cold_time_ms", "bytes", "gbps", "cold_gbp
 STAGE_NUMBERS += ("share_of_call", "sp_over_cache", "call_time_ms")
 GPU_NUMBERS = ("hbm_bytes_per_s", "l2_bytes", "sms", "resident_share", "tensor_flops_float16")
 GPU_NUMBERS += ("tensor_flops_float32",)
+DECODE_NUMBERS = ("batch", "heads", "kv_heads", "group_size", "query_tokens", "tokens", "head_dim")
+DECODE_NUMBERS += ("rows_per_kv_head", "sp_bytes", "kv_bytes", "qo_bytes", "sp_share", "flops")
+DECODE_NUMBERS += ("intensity_flop_per_byte", "ridge_flop_per_byte", "floor_s", "split_partial_bytes")
+DECODE_NUMBERS += ("fused_s", "split_s")
 
 INPUTS = {
     "metrics": Input(
@@ -201,6 +209,12 @@ INPUTS = {
         "table",
         GPU_NUMBERS + ("gpu", "model", "target"),
         GPU_NUMBERS,
+    ),
+    "decode": Input(
+        "the decode model: each inference case at query_tokens from T to 1, per GPU",
+        "table",
+        DECODE_NUMBERS + ("dtype", "causal", "gpu", "bound", "fused_programs", "split_programs"),
+        DECODE_NUMBERS + ("fused_programs", "split_programs"),
     ),
     "example": Input(
         "the seed's Figure 4 example", "json", ("scores", "tile", "whole_row", "per_tile", "figure4")

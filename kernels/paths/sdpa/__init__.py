@@ -2,7 +2,7 @@
 forces one (a device without it records the point as skipped, naming it)."""
 
 from kernels.catalog import implementation
-from kernels.spec import SDPA_IMPLEMENTATIONS
+from kernels.spec import INFERENCE_DIMS, SDPA_IMPLEMENTATIONS
 
 
 def _chosen(q, k, v, *, causal, backend=None):
@@ -22,10 +22,13 @@ def _forcing(backend: str):
     return forced
 
 
-implementation("sdpa", stores="none", options=("backend",), default=True)(_chosen)
+# every one takes fewer queries than keys and grouped K/V heads (PyTorch's enable_gqa and its
+# lower-right causal bias); a forced backend that refuses such a shape says so (unavailable)
+implementation("sdpa", stores="none", options=("backend",), default=True, takes=INFERENCE_DIMS)(_chosen)
 for _name, _backend in SDPA_IMPLEMENTATIONS.items():
     if _backend is not None:
         # sdpa_math is PyTorch's composite of a product, a softmax and a product: it stores S and P
         # a CPU has neither the efficient (memory-efficient) nor the cuDNN backend
         cpu = _backend not in ("efficient", "cudnn")
-        implementation(_name, stores="SP" if _backend == "math" else "none", cpu=cpu)(_forcing(_backend))
+        stores = "SP" if _backend == "math" else "none"
+        implementation(_name, stores=stores, cpu=cpu, takes=INFERENCE_DIMS)(_forcing(_backend))

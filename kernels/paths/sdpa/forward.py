@@ -1,4 +1,11 @@
-"""PyTorch's fused attention, ``scaled_dot_product_attention``, with a selectable backend."""
+"""PyTorch's fused attention, ``scaled_dot_product_attention``, with a selectable backend.
+
+Grouped heads (k and v with fewer heads than q) go to PyTorch's own ``enable_gqa=True``
+(torch 2.5+), which indexes the shared head rather than the caller repeating K and V. Causal
+with fewer queries than keys needs the mask aligned to the end of the keys; ``is_causal``
+aligns it to the start when the lengths differ, so that case goes through PyTorch's
+lower-right causal bias (torch.nn.attention.bias.causal_lower_right), which runs the flash
+or the efficient kernel where one takes it and otherwise a materialized boolean mask."""
 
 from __future__ import annotations
 
@@ -33,35 +40,80 @@ def _why_not(err: RuntimeError, caught: list[warnings.WarningMessage]) -> str:
     return "; ".join([first, *reasons])
 
 
+def shape_options(q: torch.Tensor, k: torch.Tensor, causal: bool) -> dict:
+    """scaled_dot_product_attention's keywords for this shape: the square problem exactly as
+    before (is_causal); grouped heads add enable_gqa; causal with fewer queries than keys
+    takes the lower-right causal bias instead of is_causal."""
+    Tq, T = q.shape[-2], k.shape[-2]
+    found = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
+    if causal and Tq != T:
+        # imported here: the module imports triton.language, which must follow the Triton mode
+        from torch.nn.attention.bias import causal_lower_right
+
+        return found | {"attn_mask": causal_lower_right(Tq, T)}
+    return found | {"is_causal": causal}
+
+
 def sdpa(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, backend: str | None = None
 ) -> torch.Tensor:
     """``backend=None`` lets PyTorch choose; a named backend is forced, and one the device
-    lacks raises BackendUnavailableError rather than falling back to another."""
+    lacks (or that refuses this shape: grouped heads, the causal bias) raises
+    BackendUnavailableError rather than falling back to another."""
+    options = shape_options(q, k, causal)
     if backend is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, **options)
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: allowed values are {', '.join(BACKENDS)} or None")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             with sdpa_kernel(BACKENDS[backend]):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                return F.scaled_dot_product_attention(q, k, v, **options)
         except RuntimeError as err:
             if not any(m in str(err) for m in _NO_KERNEL):
                 raise
             raise BackendUnavailableError(
                 f"PyTorch's {backend} backend (backend={backend!r}) is not available for "
-                f"{str(q.dtype).removeprefix('torch.')} on {q.device}: {_why_not(err, caught)}"
+                f"{str(q.dtype).removeprefix('torch.')} on {q.device}{_shape_words(q, k, causal)}: "
+                f"{_why_not(err, caught)}"
             ) from err
 
 
-def unavailable(backend: str, dtype: torch.dtype, device: str, head_dim: int, causal: bool) -> str | None:
-    """Why the forced ``backend`` cannot run inputs of this dtype and head dim here, or
-    None when it can: a call on a small input of the same kind tells."""
-    q = torch.randn(1, 1, 16, head_dim, device=device).to(dtype)
+def _shape_words(q: torch.Tensor, k: torch.Tensor, causal: bool) -> str:
+    """The kind of inference shape a backend refused, in words ('' for the square problem);
+    kinds, not sizes, since ``unavailable`` asks with a small input of the point's kind."""
+    words = []
+    if k.shape[1] != q.shape[1]:
+        words.append("grouped K/V heads (enable_gqa)")
+    if q.shape[-2] != k.shape[-2]:
+        words.append("fewer queries than keys" + (" (the lower-right causal bias)" if causal else ""))
+    return f" with {' and '.join(words)}" if words else ""
+
+
+PROBE_KEYS = 16  # keys of the small call ``unavailable`` makes
+PROBE_GROUP = 2  # query heads sharing its one K/V head, where the point groups its heads
+
+
+def unavailable(
+    backend: str,
+    dtype: torch.dtype,
+    device: str,
+    head_dim: int,
+    causal: bool,
+    query_tokens: int | None = None,
+    kv_heads: int | None = None,
+) -> str | None:
+    """Why the forced ``backend`` cannot run inputs of this dtype, head dim and shape here, or
+    None when it can: a call on a small input of the same kind tells. ``query_tokens`` and
+    ``kv_heads`` as a Point holds them (None: the square problem): given, the call has fewer
+    queries than keys, or query heads sharing a K/V head."""
+    group = PROBE_GROUP if kv_heads is not None else 1
+    queries = min(query_tokens, PROBE_KEYS - 1) if query_tokens is not None else PROBE_KEYS
+    q = torch.randn(1, group, queries, head_dim, device=device).to(dtype)
+    kv = torch.randn(1, 1, PROBE_KEYS, head_dim, device=device).to(dtype)
     try:
-        sdpa(q, q, q, causal, backend)
+        sdpa(q, kv, kv, causal, backend)
     except BackendUnavailableError as err:
         return str(err)
     return None

@@ -1,6 +1,8 @@
-"""Standard attention in three PyTorch operations, S and P stored as whole T×T tensors."""
+"""Standard attention in three PyTorch operations, S and P stored as whole (query_tokens × T)
+tensors; grouped K/V heads by stacking each K/V head's query heads as one product's rows."""
 
 from kernels.catalog import implementation
+from kernels.spec import INFERENCE_DIMS
 
 
 @implementation(
@@ -12,6 +14,7 @@ from kernels.catalog import implementation
     stages="kernels.paths.torch_naive.forward:torch_naive_stages",
     stage_model="kernels.paths.torch_naive.model:stage_costs",
     default=True,
+    takes=INFERENCE_DIMS,
     kept_model="kernels.paths.torch_naive.model:kept",
     backward_flops_model="kernels.paths.torch_naive.model:backward_flops",
     backward_stage_model="kernels.paths.torch_naive.model:backward_stage_costs",

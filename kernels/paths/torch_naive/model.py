@@ -2,10 +2,15 @@
 exponentials), what PyTorch's autograd keeps of it for the backward, and its backward's
 operations and FLOPs. Pure Python: no torch, no triton.
 
-The forward runs the seed's five stages as separate operations on whole T×T tensors: scores
-(Q·Kᵀ into S), scale (S *= 1/√d in place), mask (S's future entries set to −∞ in place, when
-causal), softmax (S into P, in float32; for a 2-byte dtype into a float32 matrix first, then
-cast into P) and pv (P·V into O). Torch multiplies every tile, causal or not.
+The forward runs the seed's five stages as separate operations on whole (query_tokens × T)
+tensors, one per query head: scores (Q·Kᵀ into S), scale (S *= 1/√d in place), mask (S's
+future entries set to −∞ in place, when causal), softmax (S into P, in float32; for a 2-byte
+dtype into a float32 matrix first, then cast into P) and pv (P·V into O). Torch multiplies
+every tile, causal or not. With grouped heads each product stacks a K/V head's query heads as
+its rows (kernels.paths.torch_naive.forward), so K and V are read once per K/V head,
+B·kv_heads·T·d·e each, while S and P keep a matrix per query head, B·H·query_tokens·T·e.
+A decode product (query_tokens = 1, few rows per K/V head) is then a matrix-vector product:
+its bytes, not its FLOPs, set its time (kernels.models.expected).
 
 Autograd keeps q and v, a contiguous copy of Kᵀ (the first product keeps its operand), P in
 the input dtype (for P·V), the softmax's float32 result (for a 2-byte dtype a second T×T
@@ -28,7 +33,19 @@ from kernels.planning.point import Point
 def working_bytes(point: Point) -> int:
     """Beyond S and P at the peak: the softmax's float32 result before its cast back (none
     for float32 input, whose result is P)."""
-    return 0 if point.e == 4 else point.groups * point.tokens * point.tokens * 4
+    return 0 if point.e == 4 else scores(point) * 4
+
+
+def scores(point: Point) -> int:
+    """Elements of S (and of P): B·H·query_tokens·T."""
+    return point.groups * point.queries * point.tokens
+
+
+def operand_bytes(point: Point) -> int:
+    """Bytes a product reads or writes besides S and P: a (query_tokens × d) matrix per query
+    head (Q, O, dO, dQ) and a (T × d) matrix per K/V head (K, V, dK, dV), each once."""
+    d, e = point.head_dim, point.e
+    return point.groups * point.queries * d * e + point.kv_groups * point.tokens * d * e
 
 
 STAGES = ("scores", "scale", "mask", "softmax", "pv")
@@ -49,45 +66,47 @@ def stage_names(point: Point) -> tuple[str, ...]:
 
 
 def stage_costs(point: Point) -> list[StageCost]:
-    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    matrix, qkvo = G * T * T * e, G * T * d * e
-    product = 2 * G * T * T * d
-    wide = G * T * T * FLOAT32_BYTES if e != FLOAT32_BYTES else 0  # softmax's float32 result
+    n, d, e = scores(point), point.head_dim, point.e
+    matrix, operands = n * e, operand_bytes(point)  # Q and K, or V and O
+    product = 2 * n * d
+    wide = n * FLOAT32_BYTES if e != FLOAT32_BYTES else 0  # softmax's float32 result
     # (handoff, other, footprint, flops, exps) per stage
     found = {
-        "scores": (matrix, 2 * qkvo, matrix, product, 0),
+        "scores": (matrix, operands, matrix, product, 0),
         "scale": (2 * matrix, 0, matrix, 0, 0),
-        "mask": (2 * matrix, G * T * T * MASK_BYTES, matrix, 0, 0),
-        "softmax": (2 * matrix + 2 * wide, 0, 2 * matrix + wide, 0, G * T * T),
-        "pv": (matrix, 2 * qkvo, matrix, product, 0),
+        "mask": (2 * matrix, n * MASK_BYTES, matrix, 0, 0),
+        "softmax": (2 * matrix + 2 * wide, 0, 2 * matrix + wide, 0, n),
+        "pv": (matrix, operands, matrix, product, 0),
     }
     return [StageCost(s, DOES[s], *found[s], in_place=s in IN_PLACE) for s in stage_names(point)]
 
 
 def kept(point: Point) -> dict[str, int]:
-    G, T, e = point.groups, point.tokens, point.e
-    found = kept_inputs(point) | {"P": G * T * T * e}
+    n, e = scores(point), point.e
+    found = kept_inputs(point) | {"P": n * e}
     if e != FLOAT32_BYTES:
-        found["P float32"] = G * T * T * FLOAT32_BYTES
+        found["P float32"] = n * FLOAT32_BYTES
     if point.causal:
-        found["mask"] = T * T
+        found["mask"] = point.queries * point.tokens
     return found
 
 
 def backward_flops(point: Point) -> int:
     """Four full T×T·d products: autograd computes the masked scores' gradients too."""
-    return 8 * point.groups * point.tokens**2 * point.head_dim
+    return 8 * scores(point) * point.head_dim
 
 
 def backward_stage_costs(point: Point) -> list[StageCost]:
-    G, T, d, e = point.groups, point.tokens, point.head_dim, point.e
-    matrix, rows, product = G * T * T * e, G * T * d * e, 2 * G * T * T * d
-    sums = 2 * G * T * e  # dS's row sums written, then read by addcmul
+    """dK and dV a matrix per K/V head (each the sum over its group, a product over the
+    group's stacked rows), K and V read once per K/V head, as the forward reads them."""
+    n, e = scores(point), point.e
+    matrix, operands, product = n * e, operand_bytes(point), 2 * n * point.head_dim
+    sums = 2 * point.groups * point.queries * e  # dS's row sums written, then read by addcmul
     found = {
-        "dp": (matrix, 2 * rows, matrix, product),
+        "dp": (matrix, operands, matrix, product),
         "ds": (DS_PASSES * matrix, sums, 3 * matrix, 0),
-        "dv": (matrix, 2 * rows, matrix, product),
-        "dq": (matrix, 2 * rows, matrix, product),
-        "dk": (matrix, 2 * rows, matrix, product),
+        "dv": (matrix, operands, matrix, product),
+        "dq": (matrix, operands, matrix, product),
+        "dk": (matrix, operands, matrix, product),
     }
     return [StageCost(s, MATERIALIZED_DOES[s], *found[s], exps=0) for s in MATERIALIZED_STEPS]
