@@ -85,6 +85,8 @@ def shape_label(row) -> str:
         return f"{row['dtype']}, rows of {int(row['row_block'])}{unaligned}"
     mask = "causal" if row["causal"] in (True, "True") else "full"
     head = f"d={int(row['head_dim'])}, " if pd.notna(row["head_dim"]) else ""  # stats: no d
+    if pd.isna(row["block_m"]):  # no tiles at all (the split-KV path's merge: a row per program)
+        return f"{row['dtype']}, {head}one row per program{unaligned}"
     if pd.isna(row["block_n"]):  # a kernel over query rows alone (the backward's delta)
         return f"{row['dtype']}, {head}{int(row['block_m'])} rows{unaligned}"
     return f"{row['dtype']}, {head}{int(row['block_m'])}×{int(row['block_n'])}, {mask}{unaligned}"

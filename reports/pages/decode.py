@@ -106,7 +106,9 @@ def why_no_cases(decode: pd.DataFrame) -> str | None:
 
 
 def decode_points(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The study's points at one query row."""
+    """The study's points at one query row (none in a table written before the dimension)."""
+    if "query_tokens" not in metrics.columns:
+        return metrics.iloc[0:0]
     return metrics[metrics["query_tokens"] == DECODE]
 
 
@@ -572,6 +574,8 @@ def finding(metrics: pd.DataFrame) -> str | None:
     """One line for the index: at the longest timed decode length, the fewest K/V heads'
     time against a K/V head per query head (marked where the machine was busy); else, with
     nothing timed, the counted Triton paths' bytes as issued over compulsory; else None."""
+    if not {"query_tokens", "kv_heads"} <= set(metrics.columns):
+        return None  # a table written before the inference dimensions: nothing to say
     table = grouped_table(metrics)
     fewer = table[table["kv_heads"] < table["heads"]] if not table.empty else table
     if fewer.empty:

@@ -107,6 +107,14 @@ def _reason(r) -> str:
     return ""
 
 
+def with_inference_dims(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table written before the inference dimensions holds the square problem."""
+    return frame.assign(
+        query_tokens=frame.get("query_tokens", frame["tokens"]),
+        kv_heads=frame.get("kv_heads", frame["heads"]),
+    )
+
+
 def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     """Every planned point: what it is, its status and reason, and links to its record and
     its log (paths as the workflow wrote them, relative to results/)."""
@@ -121,6 +129,7 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     metrics = metrics.assign(
         **{"pass": metrics.get("pass", pd.Series("forward", index=metrics.index)).fillna("forward")}
     )
+    metrics, where = with_inference_dims(metrics), with_inference_dims(where)
     rows = metrics.merge(where, on=[*POINT_KEY, "pass"], how="left").rename(columns={"pass": "direction"})
     rows = rows.assign(_order=rows["status"].map(STATUS_ORDER).fillna(len(STATUS_ORDER)))
     rows = rows.sort_values(["_order", "impl", "dtype", "tokens", "causal", "inputs"])
