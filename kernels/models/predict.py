@@ -119,7 +119,10 @@ def kernels(point: Point, gpu: Gpu, moves: list[Transfer] | None = None) -> list
     per_product = flops(point) // 2
     peak = product_flops_per_s(point, gpu)
     found = []
-    names = list(dict.fromkeys(t.kernel for t in moves))
+    # with a model, the kernels that issue bytes (a compulsory row the path's kernels never
+    # name, attention_fwd of a fused path with kernels of its own, is not a kernel of it)
+    modelled = any(t.as_issued is not None for t in moves)
+    names = list(dict.fromkeys(t.kernel for t in moves if not modelled or t.as_issued))
     unnamed = [k for k in names if k not in PRODUCTS]
     for kernel in names:
         mine = [t for t in moves if t.kernel == kernel]
