@@ -24,7 +24,7 @@ from kernels.build import compile as build
 from kernels.build.variants import backward_launches, candidate_launches, case_launches, point_launches
 from kernels.impl.triton.launch import Launch
 from kernels.planning import gpu_checks
-from kernels.planning.cases import BACKWARD_CUDA_SHAPES, CUDA_SHAPES, case_key, cases
+from kernels.planning.cases import case_key, cases, shapes_for, takes
 from kernels.planning.point import Point
 
 
@@ -61,13 +61,15 @@ def backward_plan(points: list[Point]) -> list[Planned]:
 
 def validation_plan(groups, dtypes=None, use: str = "validate", direction: str = "forward") -> list[Planned]:
     """Every case validation runs on a GPU for each (impl, dtype, block_m, block_n) group
-    (``dtypes`` given: each group in each of them); ``direction`` backward: the backward
-    cases of the groups whose path has a backward."""
+    (``dtypes`` given: each group in each of them): the square shapes and the inference
+    shapes its registration takes, as validation picks them (kernels.planning.cases);
+    ``direction`` backward: the backward cases of the groups whose path has a backward."""
     planned = []
-    shapes = BACKWARD_CUDA_SHAPES if direction == "backward" else CUDA_SHAPES
+    device_shapes = shapes_for("cuda", backward=direction == "backward")
     for impl, dtype, block_m, block_n in groups:
         if not catalog.get(impl).triton or (direction == "backward" and catalog.get(impl).backward is None):
             continue
+        shapes = [shape for shape in device_shapes if takes(impl, shape)]
         for shape, case_dtype, causal in cases(shapes, dtypes or (dtype,), (False, True)):
             key = case_key(impl, shape, case_dtype, causal, block_m, block_n, direction)
             launches = case_launches(impl, shape, case_dtype, causal, block_m, block_n, direction)

@@ -94,8 +94,9 @@ def case_launches(
     impl: str, shape: Shape, dtype: str, causal: bool, block_m: int, block_n: int, direction: str = "forward"
 ) -> list[Launch]:
     """The launches of one validation case of a Triton implementation: its forward, or for
-    a backward case the forward that saves and then the backward."""
-    q, k, v = meta_inputs(shape, dtype)
+    a backward case the forward that saves and then the backward; q with the shape's query
+    rows, k and v with its K/V heads."""
+    q, k, v = meta_inputs(shape, dtype, shape.query_tokens, shape.kv_heads)
     launches = impl_launches(impl, q, k, v, causal, block_m, block_n)
     if direction == "backward":
         launches += impl_backward_launches(impl, q, k, v, causal, block_m, block_n)
