@@ -222,7 +222,7 @@ def test_validation_runs_the_inference_cases_on_the_paths_that_take_them(monkeyp
     impls = ("torch_naive", "sdpa", "sdpa_math")
     results = validate(impls=impls, dtypes=("float32", "float16"), shapes=INFERENCE_CPU_SHAPES)
     assert all(r.verdict == "pass" and r.as_expected for r in results)
-    shapes = {(r.impl, r.tokens, r.query_tokens, r.kv_heads) for r in results}
+    shapes = {(r.impl, r.tokens, r.queries, r.kv) for r in results}
     for shape in INFERENCE_CPU_SHAPES:
         said = (shape.tokens, shape.query_tokens or shape.tokens, shape.kv_heads or shape.heads)
         grouped_only = shape.query_tokens is None
@@ -252,7 +252,7 @@ def test_the_validate_command_takes_an_inference_shape(tmp_path):
     [
         (["--query-tokens", "34"], "query_tokens=34: at most tokens=33"),
         (["--kv-heads", "3"], "kv_heads=3: must divide heads=4"),
-        (["--query-tokens", "1", "--backward"], "--backward with --query-tokens or --kv-heads"),
+        (["--query-tokens", "1", "--backward"], "--backward with --query-tokens 1: a backward needs as many"),
         (
             ["--kv-heads", "2", "--impl", "sdpa_math"],
             "--impl sdpa_math: impl='sdpa_math' does not take kv_heads",

@@ -77,7 +77,8 @@ def add_validate_arguments(cmd: argparse.ArgumentParser) -> None:
         "--backward",
         action="store_true",
         help="also each implementation's gradients dQ, dK, dV against the float64 definition's, on the "
-        "backward cases (with --tokens: on those shapes); a path without a backward is expected to refuse",
+        "backward cases (with --tokens: on those shapes); a path without a backward is expected to refuse. "
+        "With --kv-heads: the paths that take it and have a backward; not with --query-tokens",
     )
     cmd.add_argument(
         "--gradient",
@@ -110,10 +111,11 @@ def run_validate(args: argparse.Namespace) -> int:
         raise SystemExit(
             "--head-dim, --query-tokens and --kv-heads need --tokens (they replace the default shapes)"
         )
-    if args.backward and (args.query_tokens or args.kv_heads):
+    if args.backward and args.query_tokens:
         raise SystemExit(
-            "--backward with --query-tokens or --kv-heads: the backward's cases are the square "
-            "problem (a backward needs as many queries as keys); validate the forward alone"
+            f"--backward with --query-tokens {args.query_tokens}: a backward needs as many queries as "
+            "keys (fewer are an inference shape, forward only); validate the forward alone, or leave "
+            "--query-tokens out (--kv-heads has a backward)"
         )
     if args.gradient != "normal" and not (args.backward and args.tokens):
         raise SystemExit(

@@ -74,7 +74,9 @@ def device_absent(device: str) -> str | None:
 
 
 def backend_unavailable(point: Point, device: str) -> str | None:
-    """A forced SDPA backend this device does not have for the point's dtype and head dim."""
+    """A forced SDPA backend this device does not have for the point's dtype, head dim and
+    shape: a backend may refuse only grouped K/V heads or fewer queries than keys (the
+    lower-right causal bias), which is a skip naming why, not a failure."""
     backend = SDPA_IMPLEMENTATIONS.get(point.impl)
     if backend is None:
         return None
@@ -82,7 +84,8 @@ def backend_unavailable(point: Point, device: str) -> str | None:
 
     from kernels.paths.sdpa.forward import unavailable
 
-    why = unavailable(backend, getattr(torch, point.dtype), device, point.head_dim, point.causal)
+    shape = {"query_tokens": point.query_tokens, "kv_heads": point.kv_heads}
+    why = unavailable(backend, getattr(torch, point.dtype), device, point.head_dim, point.causal, **shape)
     return f"unsupported on this device: {why}" if why else None
 
 

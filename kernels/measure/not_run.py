@@ -10,7 +10,7 @@ from kernels.impl.checks import DTYPES
 from kernels.measure.validate import forward_not_run
 from kernels.measure.validate_backward import backward_not_run
 from kernels.measure.verdict import Result
-from kernels.planning.cases import CPU_SHAPES
+from kernels.planning.cases import CPU_SHAPES, INFERENCE_CPU_SHAPES
 from kernels.spec import DEFAULT_BLOCK
 
 
@@ -31,6 +31,8 @@ def timed_out(reason: str, finished: list[Result], **cases) -> list[Result]:
 
 
 def _case_of(r: Result) -> tuple:
+    """What tells one case from another: an inference shape (its query rows and K/V heads)
+    apart from the square case of the same B, H, T and d."""
     return (
         r.direction,
         r.impl,
@@ -39,6 +41,8 @@ def _case_of(r: Result) -> tuple:
         r.batch,
         r.heads,
         r.tokens,
+        r.queries,
+        r.kv,
         r.head_dim,
         r.layout,
         r.inputs,
@@ -52,7 +56,7 @@ def not_run(
     impls=None,
     dtypes=tuple(DTYPES),
     causals=(False, True),
-    shapes=CPU_SHAPES,
+    shapes=CPU_SHAPES + INFERENCE_CPU_SHAPES,  # validate's own default
     block_m: int = DEFAULT_BLOCK,
     block_n: int = DEFAULT_BLOCK,
     seed: int = 0,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import torch
 
@@ -60,15 +59,6 @@ def naive_baseline(q, k, v, causal) -> torch.Tensor:
     if causal:
         s = s.masked_fill(future_mask(k.shape[-2], q.device, q.shape[-2]), float("-inf"))
     return torch.softmax(s, dim=-1).to(q.dtype) @ v
-
-
-@dataclass
-class ForwardResult(Result):
-    """A forward case's result with the inference shape it ran: query_tokens (T for the
-    square problem) and kv_heads (H)."""
-
-    query_tokens: int | None = None
-    kv_heads: int | None = None
 
 
 def _run_into(impl, q, k, v, causal, blocks, poison: float) -> torch.Tensor:
@@ -189,13 +179,13 @@ def forward_not_run(reason, verdict, impls, dtypes, causals, shapes, block_m, bl
     return results
 
 
-def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdict) -> ForwardResult:
+def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdict) -> Result:
     """One case's result: the case as validation ran it (blocks for the Triton paths only)
     and the verdict it was expected to give, with ``verdict``'s fields (error, bound,
     written, verdict, message, seconds)."""
     triton = catalog.get(impl).triton
     block_m, block_n = blocks
-    return ForwardResult(
+    return Result(
         impl=impl,
         dtype=dtype_name,
         causal=causal,
@@ -209,8 +199,8 @@ def case_result(impl, shape, dtype_name, causal, blocks, seed, product, **verdic
         block_n=block_n if triton else None,
         seed=seed,
         expected=expected_verdict(impl, shape.tokens, block_n, dtype_name, product, shape.head_dim),
-        query_tokens=shape.query_tokens or shape.tokens,
-        kv_heads=shape.kv_heads or shape.heads,
+        query_tokens=shape.query_tokens,
+        kv_heads=shape.kv_heads,
         **verdict,
     )
 
@@ -247,9 +237,9 @@ def table_row(r: Result) -> tuple[str, ...]:
         str(r.causal).lower(),
         str(r.batch),
         str(r.heads),
-        str(getattr(r, "kv_heads", None) or r.heads),  # a backward row: the square problem
+        str(r.kv),
         str(r.tokens),
-        str(getattr(r, "query_tokens", None) or r.tokens),
+        str(r.queries),
         str(r.head_dim),
         r.layout,
         r.inputs,

@@ -11,6 +11,11 @@ standard backward, triton_naive — has twice its error in dQ and dK by construc
 bfloat16 P). Where torch_naive's dP overflows the input dtype, the baseline is the same
 math with dP and dS kept in float32 (``widened_gradients``).
 
+Grouped K/V heads (a shape's kv_heads) run on every path whose registration takes them and
+that has a backward, dK and dV per K/V head (the sum over the query heads sharing it); a
+shape with fewer queries than keys has no backward case (a backward needs as many queries as
+keys: kernels.impl.autograd refuses the graph), so validation leaves it out, by the shape.
+
 Expected verdicts are computed, as the forward's are: ``refused`` for a path without a
 backward (asking a gradient of it raises, naming why), ``nonfinite`` where the forward's
 stored S already overflows, or where a materialized path (stores S and P) stores a dP whose
@@ -30,14 +35,14 @@ import torch
 from kernels import catalog
 from kernels.impl.checks import DTYPES, NoBackwardError
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import largest_product, reference_float64
+from kernels.impl.reference import largest_product, per_query_head, reference_float64
 from kernels.impl.registry import attention
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
 from kernels.models.backward_cost import kept_bytes
 from kernels.paths.sdpa.forward import BackendUnavailableError
 from kernels.paths.torch_naive.forward import torch_naive, torch_naive_parts
-from kernels.planning.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases
+from kernels.planning.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases, takes
 from kernels.planning.point import Point
 from kernels.spec import DEFAULT_BLOCK, LARGE_GRADIENT, LARGE_INPUT, SDPA_IMPLEMENTATIONS
 
@@ -74,13 +79,25 @@ def widened_gradients(q, k, v, do, causal: bool) -> Gradients:
     """The standard backward (FlashAttention's Algorithm 3) on torch_naive's P with dP and
     dS kept in float32 (dV and the results in the input dtype): dV = Pᵀ·dO, dP = dO·Vᵀ,
     dS = P∘(dP − rowsum(P∘dP))/√d, dQ = dS·K, dK = dSᵀ·Q — the baseline where torch_naive's
-    own dP overflows the input dtype."""
+    own dP overflows the input dtype. With grouped heads, per query head, then dK and dV
+    summed over each K/V head's group."""
     _, p, _ = torch_naive_parts(q, k, v, causal)
+    kv_heads = k.shape[1]
+    k, v = (per_query_head(x, q.shape[1]) for x in (k, v))  # a baseline: copies are fine here
     dv = p.transpose(-1, -2) @ do
     p32 = p.float()
     dp = do.float() @ v.float().transpose(-1, -2)
     ds = p32 * (dp - (p32 * dp).sum(-1, keepdim=True)) / math.sqrt(q.shape[-1])
-    return (ds @ k.float()).to(q.dtype), (ds.transpose(-1, -2) @ q.float()).to(q.dtype), dv
+    dk = ds.transpose(-1, -2) @ q.float()
+    return (ds @ k.float()).to(q.dtype), per_kv_head(dk, kv_heads).to(q.dtype), per_kv_head(dv, kv_heads)
+
+
+def per_kv_head(grad: torch.Tensor, kv_heads: int) -> torch.Tensor:
+    """A gradient with a head per query head as one per K/V head: the sum over the query heads
+    sharing it, added in float32, in the gradient's dtype (as given where none is shared)."""
+    if grad.shape[1] == kv_heads:
+        return grad
+    return grad.unflatten(1, (kv_heads, -1)).float().sum(2).to(grad.dtype)
 
 
 def baseline_gradients(q, k, v, do, causal: bool) -> Gradients:
@@ -134,9 +151,34 @@ def expected_backward(
     return "nonfinite" if stored > torch.finfo(DTYPES[catalog.get(impl).sp_dtype or dtype]).max else "pass"
 
 
+def runs_backward(shape: Shape) -> bool:
+    """Whether a shape has a backward case: as many queries as keys (a graph with fewer is
+    refused when its forward builds it, kernels.impl.autograd), so no inference shape with
+    query_tokens is one."""
+    return shape.query_tokens in (None, shape.tokens)
+
+
+def backward_cases(shapes, dtypes, causals) -> list[tuple[Shape, str, bool]]:
+    """Every (shape, dtype, causal) the backward validation runs, in order (the order sets
+    each case's seed): the shapes that have a backward (``runs_backward``)."""
+    return cases([shape for shape in shapes if runs_backward(shape)], dtypes, causals)
+
+
+def backward_impls(impls, shape: Shape) -> list[str]:
+    """The paths a backward case runs: on the square problem every one (a path without a
+    backward is expected to refuse); on grouped K/V heads, those whose registration takes
+    kv_heads and that have a backward."""
+    if shape.kv_heads in (None, shape.heads):
+        return list(impls)
+    return [name for name in impls if takes(name, shape) and not catalog.get(name).backward_reason()]
+
+
 def modelled_kept(impl, shape: Shape, dtype: str, causal: bool, blocks) -> int | None:
     """The backward model's bytes kept from the forward for this case, where it has one."""
-    point = Point(impl, shape.batch, shape.heads, shape.tokens, shape.head_dim, dtype, causal, *blocks)
+    point = Point(
+        impl, shape.batch, shape.heads, shape.tokens, shape.head_dim, dtype, causal, *blocks,
+        kv_heads=shape.kv_heads,
+    )  # fmt: skip
     kept = kept_bytes(point)
     return None if kept is None else sum(kept.values())
 
@@ -195,17 +237,17 @@ def validate_backward(
     impls = catalog.names() if impls is None else impls
     unfit = unfit or {}
     results = []
-    for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
+    for case_index, (shape, dtype_name, causal) in enumerate(backward_cases(shapes, dtypes, causals)):
         case_seed = seed * 1_000_003 + case_index
         q, k, v = make_qkv(
             shape.batch, shape.heads, shape.tokens, shape.head_dim, DTYPES[dtype_name], device,
-            case_seed, shape.layout, shape.inputs,
+            case_seed, shape.layout, shape.inputs, kv_heads=shape.kv_heads,
         )  # fmt: skip
         do = upstream_gradient(q, case_seed + 1, shape.gradient)
         ref = reference_gradients(q, k, v, do, causal)
         base = baseline_gradients(q, k, v, do, causal)
         products = (largest_product(q, k), largest_product(do, v))
-        for impl in impls:
+        for impl in backward_impls(impls, shape):
             start = time.perf_counter()
             blocks = (block_m, block_n) if catalog.get(impl).triton else (None, None)
             key = case_key(impl, shape, dtype_name, causal, block_m, block_n, "backward")
@@ -233,7 +275,8 @@ def backward_result(
         block_m=block_m, block_n=block_n, seed=seed,
         expected=expected_backward(impl, shape, dtype, block_n or DEFAULT_BLOCK, products),
         seconds=0.0, direction="backward", gradient=shape.gradient,
-        saved_model_bytes=modelled_kept(impl, shape, dtype, causal, (block_m, block_n)), **found,
+        saved_model_bytes=modelled_kept(impl, shape, dtype, causal, (block_m, block_n)),
+        kv_heads=shape.kv_heads, **found,
     )  # fmt: skip
 
 
@@ -250,8 +293,8 @@ def typical_products(shape: Shape) -> tuple[float, float]:
 def backward_not_run(reason, verdict, impls, dtypes, causals, shapes, block_m, block_n, seed) -> list[Result]:
     """Every backward case with this ``verdict`` and ``reason`` (nothing run)."""
     out = []
-    for case_index, (shape, dtype_name, causal) in enumerate(cases(shapes, dtypes, causals)):
-        for impl in impls:
+    for case_index, (shape, dtype_name, causal) in enumerate(backward_cases(shapes, dtypes, causals)):
+        for impl in backward_impls(impls, shape):
             blocks = (block_m, block_n) if catalog.get(impl).triton else (None, None)
             found = {"error": math.nan, "bound": math.nan, "written": False, "saved_bytes": None}
             found |= {"verdict": verdict, "message": reason}

@@ -46,6 +46,27 @@ class Result:
     gradient: str = "normal"  # the backward's upstream gradient (kernels.spec.GRADIENTS)
     saved_bytes: int | None = None  # backward: bytes autograd kept from the forward, measured
     saved_model_bytes: int | None = None  # and as kernels.models.backward_cost counts them
+    # the inference shape, as a Point holds it: None for the square problem (Tq = T, Hkv = H)
+    query_tokens: int | None = None  # queries against the tokens keys (the last ones)
+    kv_heads: int | None = None  # K/V heads, each shared by heads / kv_heads query heads
+
+    def __post_init__(self) -> None:
+        """Tq = T and Hkv = H are the square problem, held as None (as kernels.planning.point's
+        Point holds them), so that a case has one spelling."""
+        if self.query_tokens == self.tokens:
+            self.query_tokens = None
+        if self.kv_heads == self.heads:
+            self.kv_heads = None
+
+    @property
+    def queries(self) -> int:
+        """Query rows per sequence: query_tokens, or T."""
+        return self.query_tokens or self.tokens
+
+    @property
+    def kv(self) -> int:
+        """K/V heads: kv_heads, or H."""
+        return self.kv_heads or self.heads
 
     @property
     def as_expected(self) -> bool:
@@ -54,7 +75,10 @@ class Result:
         return self.verdict in (self.expected, "unavailable", "unfit")
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"as_expected": self.as_expected}
+        """The row as written: every row says its query_tokens and kv_heads (T and H for the
+        square problem; validation.schema.json's are integers)."""
+        shape = {"query_tokens": self.queries, "kv_heads": self.kv}
+        return asdict(self) | shape | {"as_expected": self.as_expected}
 
 
 def stored_score(impl: str, product: float, head_dim: int) -> float | None:
