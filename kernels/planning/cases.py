@@ -89,6 +89,7 @@ BACKWARD_CPU_SHAPES = (
     Shape(1, 2, 67, 32, "bthd"),
     Shape(1, 1, 20, 256),
     Shape(1, 2, 40, 64, gradient="large"),
+    Shape(1, 8, 37, 16, kv_heads=2),  # grouped heads: dK and dV summed over each group of 4
 )
 BACKWARD_CUDA_SHAPES = (
     Shape(2, 3, 1, 64),
@@ -99,6 +100,7 @@ BACKWARD_CUDA_SHAPES = (
     Shape(1, 4, 1000, 64),
     Shape(1, 2, 4097, 128),
     Shape(1, 2, 1000, 128, gradient="large"),
+    Shape(1, 8, 1000, 128, kv_heads=2),  # grouped heads
 )
 
 
