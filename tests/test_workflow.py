@@ -58,6 +58,8 @@ def test_table_has_exactly_the_points_asked_for(study):
             bool(row.causal),
             None if pd.isna(row.block_m) else int(row.block_m),
             None if pd.isna(row.block_n) else int(row.block_n),
+            query_tokens=int(row.query_tokens),
+            kv_heads=int(row.kv_heads),
         )
         model = summarize(point)
         assert row.bytes_S == model["bytes_S"] and row.flops == model["flops"]
@@ -118,8 +120,8 @@ def test_the_ceilings_are_timed_with_the_studys_timing(study):
 def test_no_job_runs_beside_a_timed_one(study):
     jobs = job_intervals(study)
     timed = [j for j in jobs if is_timed(j)]
-    # ceilings, ci's torch points (float16, float32, large), and its torch backward points
-    assert len(timed) == 1 + 8 + 4 + 1 + 2
+    # ceilings, ci's torch points (float16, float32, large, decode), and its torch backward points
+    assert len(timed) == 1 + 8 + 4 + 1 + 2 + 2
     for job in timed:
         for other in jobs:
             if other is not job:
@@ -186,7 +188,7 @@ def test_ci_study_flags_the_overflow_in_records_and_reports(study):
 
 def test_validation_verdicts_are_recorded(study):
     files = sorted((study / "results" / "validate").glob("*.json"))
-    assert len(files) == 10  # 6 implementations in float16, 4 torch paths in float32
+    assert len(files) == 11  # 7 implementations in float16 (split-KV among them), 4 torch paths in float32
     tile_file = study / "results" / "validate" / "triton_tile_softmax_float16_bm16-bn32.json"
     tile = json.loads(tile_file.read_text())
     forward = [r for r in tile if r.get("direction", "forward") == "forward"]
