@@ -9,7 +9,7 @@ import torch
 
 from kernels.impl.mode import SWITCH
 from kernels.impl.triton.lang import INTERPRET, tl, triton
-from kernels.spec import MAX_GRID_YZ
+from kernels.spec import MAX_GRID_YZ, MAX_SHARED_PER_BLOCK
 
 LOG2E = 1.4426950408889634
 
@@ -84,3 +84,28 @@ def mma(a, b, acc, DOT_F32: tl.constexpr):
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
     else:
         return tl.dot(a, b, acc)
+
+
+PIPELINE_DEPTHS = (3, 2, 1)  # num_stages tried for the default launch, deepest first
+
+
+def shared_estimate(stages: int, block_m: int, block_n: int, head_dim: int, element_bytes: int) -> int:
+    """Shared memory a kernel streaming K and V tiles (the fused forward, the split-KV
+    partials) asks for with ``stages`` buffers of them, its Q tile and 1 KiB of scratch: what
+    Triton 3.6/3.7 allocate on sm_90 (measured by the build: d = 256, 64 × 64, bf16, 2 stages:
+    164,864 B), and at least what they allocate on sm_80/86/89, where one buffer is saved."""
+    tile_kv = 2 * block_n * head_dim * element_bytes
+    tile_q = block_m * head_dim * element_bytes
+    return stages * tile_kv + tile_q + 1024
+
+
+def default_stages(block_m: int, block_n: int, head_dim: int, element_bytes: int) -> int:
+    """The deepest pipelining whose shared memory fits every known target; where none does
+    (large tiles at d = 256, float32 at d ≥ 128), the deepest that fits the largest; else 1.
+    Triton's own default (3) asks for more than sm_90 allows at d = 256 with 128 × 64 blocks."""
+    need = {s: shared_estimate(s, block_m, block_n, head_dim, element_bytes) for s in PIPELINE_DEPTHS}
+    for limit in (min(MAX_SHARED_PER_BLOCK.values()), max(MAX_SHARED_PER_BLOCK.values())):
+        fitting = [s for s in PIPELINE_DEPTHS if need[s] <= limit]
+        if fitting:
+            return fitting[0]
+    return PIPELINE_DEPTHS[-1]

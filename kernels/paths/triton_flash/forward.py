@@ -35,6 +35,7 @@ from kernels.impl.triton.common import (
     LOG2E,
     cast,
     check_triton_device,
+    default_stages,
     dot_in_float32,
     mma,
     sm_scale,
@@ -42,31 +43,6 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.spec import MAX_SHARED_PER_BLOCK
-
-PIPELINE_DEPTHS = (3, 2, 1)  # num_stages tried for the default launch, deepest first
-
-
-def shared_estimate(stages: int, block_m: int, block_n: int, head_dim: int, element_bytes: int) -> int:
-    """Shared memory the fused kernel asks for with ``stages`` buffers of its K and V tiles,
-    its Q tile and 1 KiB of scratch: what Triton 3.6/3.7 allocate on sm_90 (measured by the
-    build: d = 256, 64 × 64, bf16, 2 stages: 164,864 B), and at least what they allocate on
-    sm_80/86/89, where one of the buffers is saved."""
-    tile_kv = 2 * block_n * head_dim * element_bytes
-    tile_q = block_m * head_dim * element_bytes
-    return stages * tile_kv + tile_q + 1024
-
-
-def default_stages(block_m: int, block_n: int, head_dim: int, element_bytes: int) -> int:
-    """The deepest pipelining whose shared memory fits every known target; where none does
-    (large tiles at d = 256, float32 at d ≥ 128), the deepest that fits the largest; else 1.
-    Triton's own default (3) asks for more than sm_90 allows at d = 256 with 128 × 64 blocks."""
-    need = {s: shared_estimate(s, block_m, block_n, head_dim, element_bytes) for s in PIPELINE_DEPTHS}
-    for limit in (min(MAX_SHARED_PER_BLOCK.values()), max(MAX_SHARED_PER_BLOCK.values())):
-        fitting = [s for s in PIPELINE_DEPTHS if need[s] <= limit]
-        if fitting:
-            return fitting[0]
-    return PIPELINE_DEPTHS[-1]
 
 
 @triton.jit

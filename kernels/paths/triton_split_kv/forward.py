@@ -33,6 +33,7 @@ from kernels.impl.triton.common import (
     LOG2E,
     cast,
     check_triton_device,
+    default_stages,
     dot_in_float32,
     mma,
     sm_scale,
@@ -42,9 +43,7 @@ from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.models.cost import cdiv, next_power_of_2
 from kernels.paths.triton_split_kv.model import FILL, TARGET_SMS, split_plan
-from kernels.spec import MAX_SHARED_PER_BLOCK
 
-PIPELINE_DEPTHS = (3, 2, 1)  # num_stages tried, deepest first
 MERGE_ROWS = 16  # the most rows of O one merge program writes
 
 
@@ -170,21 +169,6 @@ def split_kv_merge_kernel(
     tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=live[:, None])
 
 
-def pipeline_depth(block_m: int, block_n: int, head_dim: int, element_bytes: int) -> int:
-    """num_stages of the partial kernel: the deepest whose K and V buffers (with its Q tile and
-    1 KiB of scratch) fit every known target's shared memory, else the largest's, else 1;
-    Triton's default of 3 does not fit sm_80 at d = 256 with 64 × 64 blocks."""
-    need = {
-        s: s * 2 * block_n * head_dim * element_bytes + block_m * head_dim * element_bytes + 1024
-        for s in PIPELINE_DEPTHS
-    }
-    for limit in (min(MAX_SHARED_PER_BLOCK.values()), max(MAX_SHARED_PER_BLOCK.values())):
-        fitting = [s for s in PIPELINE_DEPTHS if need[s] <= limit]
-        if fitting:
-            return fitting[0]
-    return PIPELINE_DEPTHS[-1]
-
-
 def merge_rows(rows: int) -> int:
     """Rows of O per merge program: enough programs for FILL per SM, at most MERGE_ROWS."""
     return min(MERGE_ROWS, next_power_of_2(cdiv(rows, FILL * TARGET_SMS)))
@@ -220,7 +204,7 @@ def split_kv_launches(
             CAUSAL=causal,
             DOT_F32=dot_in_float32(q.dtype),
             num_warps=warps_for(block_m, max(block_n, d)),
-            num_stages=pipeline_depth(block_m, block_n, d, q.element_size()),
+            num_stages=default_stages(block_m, block_n, d, q.element_size()),
         ),
     )
     rows = B * H * Tq
