@@ -15,7 +15,7 @@ program per SM rarely saturates its share), stated so the GPU study can test it.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from kernels import catalog
 from kernels.io.atomic import write_csv_atomic
@@ -24,7 +24,7 @@ from kernels.planning.gpus import GPUS, Gpu
 from kernels.planning.point import Point
 from kernels.planning.sweep import points
 
-SP_KERNELS = ("S", "P")
+SP_TENSORS = ("S", "P")
 ATTENTION_TENSORS = ("Q", "K", "V", "O")  # what every design moves; the rest are a design's own
 CASE_COLUMNS = ("batch", "heads", "kv_heads", "group_size", "query_tokens", "tokens", "head_dim", "dtype")
 CASE_COLUMNS += ("causal", "rows_per_kv_head", "sp_bytes", "kv_bytes", "qo_bytes", "sp_share", "flops")
@@ -69,7 +69,7 @@ def byte_split(point: Point) -> dict[str, int]:
     moved = cost.compulsory_transfers(design(point, "SP"))
     total = {"sp": 0, "kv": 0, "qo": 0}
     for (_, tensor, _), nbytes in moved.items():
-        total["sp" if tensor in SP_KERNELS else "kv" if tensor in ("K", "V") else "qo"] += nbytes
+        total["sp" if tensor in SP_TENSORS else "kv" if tensor in ("K", "V") else "qo"] += nbytes
     return total
 
 
@@ -86,32 +86,53 @@ def launch_time(nbytes: float, work: int, gpu: Gpu, peak: float, launched: int |
     return max(nbytes / (gpu.hbm_bytes_per_s * share), work / peak), share
 
 
-def gpu_columns(point: Point, gpu: Gpu) -> dict:
-    """One GPU's view of one case: ridge, bound, floor, and the two designs' launches."""
+@dataclass(frozen=True)
+class Designs:
+    """One case's bytes and FLOPs, the same on every GPU: computed once per case."""
+
+    fused: Point
+    split: Point
+    work: int  # the products' FLOPs
+    compulsory: int  # the fused design's compulsory bytes
+    fused_issued: int
+    split_issued: int
+    partials: int  # the split design's bytes beyond Q, K, V and O
+
+
+def designs(point: Point) -> Designs:
     fused, split = design(point, "none"), design(point, "none", split_keys=True)
-    work = cost.flops(fused)
-    peak = gpu.tensor_flops[point.dtype]
     compulsory = sum(cost.compulsory_transfers(fused).values())
-    ridge = peak / gpu.hbm_bytes_per_s
-    fused_issued = cost.summarize(fused)["traffic_model_bytes"] or compulsory
     split_moves = cost.transfers(split)
-    split_issued = sum(t.as_issued or 0 for t in split_moves) or compulsory
-    partials = sum(t.as_issued or 0 for t in split_moves if t.tensor not in ATTENTION_TENSORS)
-    fused_programs, split_programs = programs(fused, gpu), programs(split, gpu)
-    fused_s, fused_share = launch_time(fused_issued, work, gpu, peak, fused_programs)
-    split_s, split_share = launch_time(split_issued, work, gpu, peak, split_programs)
+    return Designs(
+        fused,
+        split,
+        cost.flops(fused),
+        compulsory,
+        sum(t.as_issued or 0 for t in cost.transfers(fused)) or compulsory,
+        sum(t.as_issued or 0 for t in split_moves) or compulsory,
+        sum(t.as_issued or 0 for t in split_moves if t.tensor not in ATTENTION_TENSORS),
+    )
+
+
+def gpu_columns(d: Designs, gpu: Gpu) -> dict:
+    """One GPU's view of one case: ridge, bound, floor, and the two designs' launches."""
+    peak = gpu.tensor_flops[d.fused.dtype]
+    ridge = peak / gpu.hbm_bytes_per_s
+    fused_programs, split_programs = programs(d.fused, gpu), programs(d.split, gpu)
+    fused_s, fused_share = launch_time(d.fused_issued, d.work, gpu, peak, fused_programs)
+    split_s, split_share = launch_time(d.split_issued, d.work, gpu, peak, split_programs)
     return {
         "gpu": gpu.name,
         "ridge_flop_per_byte": ridge,
-        "bound": "compute" if work / compulsory >= ridge else "memory",
-        "floor_s": max(compulsory / gpu.hbm_bytes_per_s, work / peak),
+        "bound": "compute" if d.work / d.compulsory >= ridge else "memory",
+        "floor_s": max(d.compulsory / gpu.hbm_bytes_per_s, d.work / peak),
         "fused_programs": fused_programs,
         "fused_hbm_share": fused_share,
         "fused_s": fused_s,
         "split_programs": split_programs,
         "split_hbm_share": split_share,
-        "split_bytes": split_issued,
-        "split_partial_bytes": partials,
+        "split_bytes": d.split_issued,
+        "split_partial_bytes": d.partials,
         "split_s": split_s,
     }
 
@@ -122,10 +143,8 @@ def rows(sweep: dict | list[dict]) -> list[dict]:
     for case in cases(sweep):
         for queries in query_steps(case.tokens):
             point = replace(case, query_tokens=queries)  # T itself: the square problem's name
-            fused = design(point, "none")
-            split = byte_split(point)
-            work = cost.flops(fused)
-            compulsory = sum(cost.compulsory_transfers(fused).values())
+            held = byte_split(point)
+            both = designs(point)
             base = {
                 "batch": point.batch,
                 "heads": point.heads,
@@ -137,15 +156,15 @@ def rows(sweep: dict | list[dict]) -> list[dict]:
                 "dtype": point.dtype,
                 "causal": point.causal,
                 "rows_per_kv_head": point.queries * point.group_size,
-                "sp_bytes": split["sp"],
-                "kv_bytes": split["kv"],
-                "qo_bytes": split["qo"],
-                "sp_share": split["sp"] / sum(split.values()),
-                "flops": work,
-                "fused_compulsory_bytes": compulsory,
-                "intensity_flop_per_byte": work / compulsory,
+                "sp_bytes": held["sp"],
+                "kv_bytes": held["kv"],
+                "qo_bytes": held["qo"],
+                "sp_share": held["sp"] / sum(held.values()),
+                "flops": both.work,
+                "fused_compulsory_bytes": both.compulsory,
+                "intensity_flop_per_byte": both.work / both.compulsory,
             }
-            out += [base | gpu_columns(point, gpu) for gpu in GPUS.values()]
+            out += [base | gpu_columns(both, gpu) for gpu in GPUS.values()]
     return out
 
 

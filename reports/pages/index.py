@@ -386,16 +386,17 @@ def findings(
 ) -> str:
     """The study's answers in a few lines, each computed from this run's tables and linked to
     the page that shows it; ``training``: the backward, training-shape and crossing tables."""
-    everything, metrics, stage_times = metrics, square(metrics), square(stage_times)  # pages' own
+    # each page's question is the square problem's, but the decode page's
+    squares, square_stages = square(metrics), square(stage_times)
     items = [
-        ("storage", finding_storage(metrics)),
-        ("traffic", finding_traffic(metrics)),
-        ("tile_softmax", finding_tile_softmax(metrics)),
-        ("performance", finding_speed(metrics, env)),
-        ("handoff", handoff_text.finding(stage_times, env)),
+        ("storage", finding_storage(squares)),
+        ("traffic", finding_traffic(squares)),
+        ("tile_softmax", finding_tile_softmax(squares)),
+        ("performance", finding_speed(squares, env)),
+        ("handoff", handoff_text.finding(square_stages, env)),
         ("predicted", finding_prediction(predictions)),
         ("training", training_page.finding(*training) if training else None),
-        ("decode", decode.finding(everything)),
+        ("decode", decode.finding(metrics)),
     ]
     # a finding whose page did not render names it instead of linking it
     lines = [
