@@ -47,6 +47,7 @@ def test_table_has_exactly_the_points_asked_for(study):
     # every point with normal inputs ran, but the SDPA backend a CPU lacks (tested below)
     normal = table[(table["inputs"] == "normal") & (table["impl"] != "sdpa_efficient")]
     assert (normal["status"] == "ok").all(), normal[["impl", "status", "reason"]]
+    modelled_kernels = set()
     for row in normal.itertuples():
         point = Point(
             row.impl,
@@ -62,6 +63,7 @@ def test_table_has_exactly_the_points_asked_for(study):
             kv_heads=int(row.kv_heads),
         )
         model = summarize(point)
+        modelled_kernels |= {stage["kernel"] for stage in model["stages"]}
         assert row.bytes_S == model["bytes_S"] and row.flops == model["flops"]
         if row.impl.startswith("triton_"):
             assert row.traffic_counted_bytes == row.traffic_model_bytes == model["traffic_model_bytes"]
@@ -69,7 +71,8 @@ def test_table_has_exactly_the_points_asked_for(study):
         else:
             assert row.time_ms > 0
     stages = pd.read_csv(study / "results" / "stages.csv")
-    assert set(stages["kernel"]) == {"scores", "softmax", "stats", "pv", "attention_fwd"}
+    # each kernel of the models (the materialized, S-only, fused and split-KV ones), none else
+    assert set(stages["kernel"]) == modelled_kernels >= {"scores", "stats", "attention_fwd", "split_kv_merge"}
     assert (study / "results" / "metrics.parquet").stat().st_size > 0
     provenance = json.loads((study / "results" / "env.json").read_text())
     assert provenance["device"] == "cpu" and provenance["config_hash"]
