@@ -155,6 +155,20 @@ def test_the_sweeps_products_name_each_dtype_and_head_dim_timed():
         "float32:32:256:4096",
         "float32:128:256:4096",
     ]
+    # a K/V head with fewer query rows than keys (decode, or a group of 2 rows against 7 keys)
+    # marks its dtype and head dimension for the one-row products; 4 rows against 4 keys do not
+    fewer = [
+        Point("sdpa", 1, 8, 8192, 32, "float16", False, query_tokens=1),
+        Point("torch_naive", 1, 4, 7, 128, "float32", True, query_tokens=1, kv_heads=2),
+        Point("torch_naive", 1, 4, 4, 64, "float32", True, query_tokens=1, kv_heads=1),
+    ]
+    assert product_shapes(points + fewer, "cpu") == [
+        "float16:32:256:8192:rows",
+        "float16:128:256:4096",
+        "float32:32:256:4096",
+        "float32:64:4:4",
+        "float32:128:7:4096:rows",
+    ]
     assert "float16:16:64:64" in product_shapes(points, "cuda")
     assert parse_product_shape("float32:64:256:8192") == {
         "dtype": "float32",
@@ -162,11 +176,13 @@ def test_the_sweeps_products_name_each_dtype_and_head_dim_timed():
         "shortest": 256,
         "longest": 8192,
     }
+    assert parse_product_shape("float32:64:1:8192:rows")["rows"] is True
     for bad, says in (
         ("float8:64:1:2", "dtype 'float8'"),
         ("float32:64:9:2", "shortest <= longest"),
         ("float32:x:1:2", "whole numbers"),
         ("float32:64", "dtype:head_dim:shortest:longest"),
+        ("float32:64:1:2:cols", ":rows where"),
     ):
         with pytest.raises(ValueError, match=says):
             parse_product_shape(bad)
@@ -264,6 +280,8 @@ def handoff_shapes(tmp_path_factory) -> Path:
         "sweep:\n"
         "  - {impls: [torch_naive], tokens: [64, 256], head_dim: [32, 128], dtype: [float32, float16],"
         " causal: [true, false]}\n"
+        "  - {impls: [torch_naive], query_tokens: [1], heads: [8], kv_heads: [null, 2], tokens: [256],"
+        " head_dim: [128], dtype: [float32], causal: [false]}\n"  # decode: one-row products, float32 d 128
     )
     machine = {"ATTNIO_SYSFS_CPU": str(one_mib_machine(base / "cpu"))}
     done = snakemake(
@@ -291,6 +309,16 @@ def test_the_ceilings_command_times_the_sweeps_operations(handoff_shapes):
         places = {(p["place"], p["tokens"]) for p in ops["products"] if p["dtype"] == dtype}
         assert places == {("short", 64), ("inside", 256)}, dtype
     assert all(p["flops_per_s"] > 0 and p["method"] for p in ops["products"])
+    # one-row products where the sweep decodes (float32, d 128), K or V inside the cache and past it
+    assert {(p["dtype"], p["head_dim"], p["shape"], p["place"]) for p in ops["rows"]} == {
+        ("float32", 128, s, place) for s in ("qk", "pv") for place in ("flushed", "past")
+    }
+    kv = {
+        place: {p["heads"] * p["tokens"] * 128 * 4 for p in ops["rows"] if p["place"] == place}
+        for place in ("flushed", "past")
+    }
+    assert max(kv["flushed"]) <= ops["cache_bytes"] / 2 < ops["cache_bytes"] < min(kv["past"])
+    assert all(p["per_s"] > 0 and p["method"] for p in ops["rows"])
     assert {(p["op"], p["place"]) for p in ops["passes"] if p["dtype"] == "float16"} == {
         (op, place) for op in ("scale", "mask", "softmax", "cast") for place in ("inside", "flushed", "past")
     } | {("scale", "handed")}
@@ -318,8 +346,10 @@ def test_a_handoff_sweep_of_other_shapes_gets_an_expected_time_for_every_stage(h
 
     with open(handoff_shapes / "model" / "stage_predictions.csv") as table:
         rows = [r for r in csv.DictReader(table) if r["target"] == "this machine"]
-    cases = {(r["tokens"], r["head_dim"], r["dtype"], r["causal"]) for r in rows}
-    assert len(cases) == 16 and len(rows) == 16 * 4 + 8  # four stages, five where causal
+    cases = {
+        (r["tokens"], r["head_dim"], r["dtype"], r["causal"], r["query_tokens"], r["kv_heads"]) for r in rows
+    }
+    assert len(cases) == 18 and len(rows) == 18 * 4 + 8  # four stages, five where causal; two decode
     for row in rows:
         assert float(row["expected_warm_ms"]) > 0 and float(row["expected_cold_ms"]) > 0, row
 

@@ -134,7 +134,8 @@ def test_stage_costs_at_a_decode_point_by_hand():
 
 def ops_of(product_rate: float, stream_rate: float, cache: int) -> expected.Ops:
     """Operation rates drawn around the two given (never round numbers), as the ceilings
-    write them: products timed square at two lengths, passes at every place."""
+    write them: products timed square at two lengths and with one row per head (bytes per
+    second, inside the cache and past it), passes at every place."""
     products = [
         {
             "dtype": "float16",
@@ -151,16 +152,26 @@ def ops_of(product_rate: float, stream_rate: float, cache: int) -> expected.Ops:
         for op in ("scale", "mask", "softmax", "cast")
         for place in ("inside", "flushed", "handed", "past")
     ]
+    rows = [
+        {
+            "dtype": "float16",
+            "head_dim": 64,
+            "shape": shape,
+            "place": place,
+            "per_s": stream_rate * rng.uniform(1, 2),
+        }
+        for shape in ("qk", "pv")
+        for place in ("flushed", "past")
+    ]
     fixed = {kind: rng.uniform(5, 50) for kind in ("product", "elementwise", "softmax", "masked_fill")}
-    return expected.read(
-        {"ops": {"cache_bytes": cache, "products": products, "passes": passes, "fixed_us": fixed}}
-    )
+    found = {"cache_bytes": cache, "products": products, "rows": rows, "passes": passes, "fixed_us": fixed}
+    return expected.read({"ops": found})
 
 
 def test_a_decode_product_is_bound_by_its_bytes_a_square_one_by_its_flops():
     """The product rates were timed square; one query row per head (a matrix-vector product)
-    takes at least its bytes at the streaming rate, warm inside the cache and cold from DRAM
-    into it, while a square product keeps its FLOPs at the product rate, bytes or not."""
+    takes at least its bytes at the one-row product's measured rates from DRAM (into a cache
+    with room, and past it), while a square product keeps its FLOPs at the product rate."""
     cache = 32 << 20
     ops = ops_of(product_rate=1e12, stream_rate=1e9, cache=cache)
     decode = Point("torch_naive", 2, 8, 4097, 64, "float16", True, query_tokens=1, kv_heads=2)
@@ -170,10 +181,21 @@ def test_a_decode_product_is_bound_by_its_bytes_a_square_one_by_its_flops():
         assert stage.bytes <= cache / 2  # held in the cache: warm at the inside rate
         shape = expected.PRODUCT_SHAPE[stage.stage]
         computed = stage.flops / rate[(shape, 4096)]
-        for cold, place in ((False, "inside"), (True, "flushed")):
+        for cold in (False, True):  # K and V from DRAM either way, at the rate into a cache with room
             found = expected.stage_expected(stage, decode, ops, cold=cold)
-            streamed = stage.bytes / ops.passes[("float16", "scale", place)]
+            streamed = stage.bytes / ops.rows[("float16", 64, shape, "flushed")]
             assert streamed > computed and found["data_s"] == pytest.approx(streamed)
+    # past the cache, warm: the share the cache holds at the inside rate, the rest past it
+    long = replace(decode, tokens=3 * cache // (4 * 2 * 2 * 64 * 2))  # K: 3/4 of the cache
+    scores = stage_costs(long)[0]
+    share = expected.cache_share(scores.bytes, cache)
+    assert 0 < share < 1
+    inside, past = (ops.rows[("float16", 64, "qk", place)] for place in ("flushed", "past"))
+    want = share * scores.bytes / inside + (1 - share) * scores.bytes / past
+    assert expected.stage_expected(scores, long, ops)["data_s"] == pytest.approx(want)
+    # a ceilings file without one-row products: no expected time, rather than a guessed one
+    older = replace(ops, rows={})
+    assert expected.stage_expected(stage_costs(decode)[0], decode, older) is None
     for stage in (c for c in stage_costs(square) if c.stage in expected.PRODUCT_SHAPE):
         computed = stage.flops / rate[(expected.PRODUCT_SHAPE[stage.stage], 1024)]
         assert expected.stage_expected(stage, square, ops)["data_s"] == pytest.approx(computed)

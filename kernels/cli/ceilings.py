@@ -31,9 +31,10 @@ def add_ceilings_arguments(cmd: argparse.ArgumentParser) -> None:
         nargs="*",
         type=product_shape,
         default=[],
-        metavar="DTYPE:D:SHORTEST:LONGEST",
+        metavar="DTYPE:D:SHORTEST:LONGEST[:rows]",
         help="the products to time in the stages' shapes, for the expected times (the workflow "
-        "passes the sweep's: kernels.planning.sweep.product_shapes); none: no operation rates",
+        "passes the sweep's: kernels.planning.sweep.product_shapes); ':rows' also times them with "
+        "one query row per head (decode); none: no operation rates",
     )
     cmd.add_argument("--threads", type=positive_int, help="torch's thread count (default: torch's own)")
     add_timing_arguments(cmd)

@@ -8,6 +8,14 @@ expected time of a stage (kernels.models.expected); part of the ceilings (``ops`
   that cache (``past``), each clamped to the lengths the sweep runs (a product is not timed at
   a length no point needs), and the sweep's shortest length (``short``). FLOP/s over the time
   the data takes (the fixed cost of a call taken out, as for the copies).
+- ``rows``: the same two products with one query row per head (decode: 1×d by a transposed
+  d×T view, and a 1×T row of P by T×d), ROW_HEADS heads, for each dtype and head dimension
+  whose points give a K/V head fewer rows than keys (product_shapes' ``rows``): a product
+  that streams K or V for a few FLOPs per byte, so its rate is bytes per second (its
+  operands and output), timed with K or V from DRAM: filling half the largest cache with the
+  caches emptied before each call (``flushed``) and four times past it (``past``). The chain
+  reads K and V once per pass, with the caches emptied in between every other pass, so that
+  is where its products find them, warm or cold.
 - ``passes``: the stages that stream S and P, per dtype, with their tensors inside the largest
   cache and past it (DRAM; only where a stage of the sweep outgrows half the cache):
   ``scale`` (S ×= c in place: bytes read and written), ``mask`` (S filled with −∞ where a
@@ -34,6 +42,7 @@ import torch
 from kernels.measure.stages import empty_caches, flush_buffer, time_stages
 from kernels.measure.warm_rate import warm_times
 from kernels.paths.torch_naive.forward import softmax_wide
+from kernels.planning.sweep import ROWS
 from kernels.spec import RATE_SINGLE_CALLS
 
 KINDS = ("elementwise", "product", "softmax", "masked_fill")
@@ -50,6 +59,18 @@ PRODUCT_METHOD = (
     "torch.matmul into a tensor allocated once, the stages' layout; calls repeated on the same "
     "data in blocks of about a millisecond, each followed by a 1×1 product (the fixed cost), "
     "FLOP/s over the median difference"
+)
+ROW_HEADS = 8  # heads of a one-row product timed for the ceilings (decode's products run per head)
+ROW_METHOD = (
+    "torch.matmul of one query row per head (or one row of P) against K or V four times the "
+    "largest cache, into a tensor allocated once; calls repeated in blocks of about a "
+    "millisecond, each followed by a 1×1 product (the fixed cost), bytes of its operands and "
+    "output per second over the median difference"
+)
+ROW_FLUSHED_METHOD = (
+    "torch.matmul of one query row per head (or one row of P) against K or V filling half the "
+    "largest cache, the caches emptied before each call, each call timed by itself; bytes of "
+    "its operands and output per second over the median time less the fixed cost of a product"
 )
 PASS_METHOD = (
     "the stage's operation repeated on one set of tensors (in the largest cache, or four times "
@@ -117,6 +138,64 @@ def product_calls(shape: str, tokens: int, head_dim: int, dtype: torch.dtype, de
         lambda: torch.matmul(one_a, one_b, out=one_out),
         2 * tokens * tokens * head_dim,
     )
+
+
+def row_calls(shape: str, footprint: int, head_dim: int, dtype: torch.dtype, device: str) -> tuple:
+    """(decode's product, the 1×1 product of the same kind, the bytes it moves, its T) in the
+    stages' layout, K or V (ROW_HEADS heads) filling about ``footprint`` bytes."""
+    e = dtype.itemsize
+    tokens = max(T_STEP, footprint // (ROW_HEADS * head_dim * e) // T_STEP * T_STEP)
+    keys = torch.randn(1, ROW_HEADS, tokens, head_dim, device=device).to(dtype)
+    if shape == "qk":
+        a = torch.randn(1, ROW_HEADS, 1, head_dim, device=device).to(dtype)
+        b, out = keys.transpose(-1, -2), torch.empty(1, ROW_HEADS, 1, tokens, dtype=dtype, device=device)
+    else:
+        a = torch.rand(1, ROW_HEADS, 1, tokens, device=device).to(dtype)
+        b, out = keys, torch.empty(1, ROW_HEADS, 1, head_dim, dtype=dtype, device=device)
+    _, fixed, _ = product_calls(shape, 1, 1, dtype, device)
+    moved = (a.numel() + b.numel() + out.numel()) * e
+    return (lambda: torch.matmul(a, b, out=out)), fixed, moved, tokens
+
+
+def row_rates(
+    device: str,
+    wanted: list[dict],
+    footprints: dict[str, int],
+    flush: torch.Tensor,
+    fixed_us: dict[str, float],
+) -> list[dict]:
+    """One entry per dtype, head dimension, shape and place for each ``wanted`` shape marked
+    ``rows``: K or V filling the inside footprint with the caches emptied before each call
+    (``flushed``: read from DRAM into a cache with room, as the stage timer's chain meets
+    them, warm or cold) and the past one (``past``: streamed from DRAM)."""
+    found = []
+    for want in (w for w in wanted if w.get(ROWS)):
+        dtype = dtype_of(want["dtype"])
+        for shape in ("qk", "pv"):
+            for place, footprint in footprints.items():
+                call, fixed, moved, tokens = row_calls(shape, footprint, want["head_dim"], dtype, device)
+                if place == "inside":
+                    place = "flushed"
+                    whole, _ = single_seconds(device, call, lambda: empty_caches(flush))
+                    data, method = whole - fixed_us["product"] / 1e6, ROW_FLUSHED_METHOD
+                else:
+                    whole, _, data = warm_times(device, call, fixed)
+                    method = ROW_METHOD
+                found.append(
+                    {
+                        "dtype": want["dtype"],
+                        "head_dim": want["head_dim"],
+                        "shape": shape,
+                        "place": place,
+                        "tokens": tokens,
+                        "heads": ROW_HEADS,
+                        "bytes": moved,
+                        "time_us": whole * 1e6,
+                        "per_s": moved / data if data > 0 else None,
+                        "method": method,
+                    }
+                )
+    return found
 
 
 def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> list[dict]:
@@ -326,6 +405,7 @@ def measure(device: str, threads: int, wanted: list[dict], cache_bytes: int | No
         "threads": threads,
         "cache_bytes": cache_bytes,
         "products": product_rates(device, wanted, cache_bytes),
+        "rows": row_rates(device, wanted, {"inside": inside, "past": past_bytes}, flush, fixed_us),
         "passes": pass_rates(device, dtypes, footprints, flush, fixed_us),
         "fixed_us": fixed_us,
         "fixed_method": FIXED_METHOD,

@@ -33,7 +33,7 @@ from kernels.models import stage_predictions
 from kernels.models.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
 from kernels.models.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
 from kernels.models.hierarchy import Machine
-from kernels.models.stage_predictions import CASES, KEY, machines, predicted_row
+from kernels.models.stage_predictions import CASES, key_of, machines, predicted_row
 from kernels.planning.gpus import GPUS
 from kernels.planning.point import Point
 from kernels.planning.sweep import points as sweep_points
@@ -111,7 +111,7 @@ def backward_points(sweep: dict | list[dict]) -> list[Point]:
 def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> list[dict]:
     targets = list(targets)
     return [
-        {name: getattr(point, name) for name in KEY} | row
+        key_of(point) | row
         for point in backward_points(sweep)
         for machine in targets
         for row in kernel_times(point, machine)

@@ -13,8 +13,13 @@ its data takes:
   their rates hold a square product's bytes; a product with fewer rows than keys (a K/V
   head's group·query_tokens rows, decode's one query per head: a matrix-vector product) moves
   nearly as many bytes for far fewer FLOPs, so its time is the longer of its FLOPs at that
-  rate and its bytes streamed at the in-place scale's measured rate (bytes read and written,
-  a pass's rate at the same place: the cache while the product's tensors fit, DRAM past it);
+  rate and its bytes at the rate the same product was measured at with one row per head
+  (the ceilings' ``rows``, bytes per second). Its K or V are not a hand-off: the chain read
+  them a whole pass before, and the stage timer empties the caches between every other
+  pass, so warm or cold they come from DRAM: the share of them half the largest cache would
+  hold at the rate into a cache with room (``flushed``), the rest at the streaming rate past
+  it. For one row that is the product's own measured rate; for a few, a floor (a product
+  with more rows does more per byte read);
 - scale, mask, softmax (and softmax's cast into a 2-byte P): the share of their bytes (or
   elements) a cache serves at the operation's rate measured inside the largest cache, the
   rest at its rate past it (DRAM). The two parts add: each byte is served by one place.
@@ -64,9 +69,11 @@ US = 1e-6
 @dataclass(frozen=True)
 class Ops:
     """The ceilings' operation rates, read: products by (dtype, head_dim, shape) as
-    (tokens, FLOP/s) pairs by length, passes by (dtype, op, place) and fixed costs in seconds."""
+    (tokens, FLOP/s) pairs by length, one-row products by (dtype, head_dim, shape, place) in
+    bytes per second, passes by (dtype, op, place) and fixed costs in seconds."""
 
     products: dict[tuple[str, int, str], list[tuple[int, float]]]
+    rows: dict[tuple[str, int, str, str], float]
     passes: dict[tuple[str, str, str], float]
     fixed_s: dict[str, float]
     cache_bytes: int | None
@@ -87,8 +94,14 @@ def read(ceilings: dict | None) -> Ops | None:
     passes = {
         (p["dtype"], p["op"], p["place"]): p["per_s"] for p in ops.get("passes") or [] if p.get("per_s")
     }
+    rows = {
+        (p["dtype"], p["head_dim"], p["shape"], p["place"]): p["per_s"]
+        for p in ops.get("rows") or []
+        if p.get("per_s")
+    }
     return Ops(
         products={key: sorted(found) for key, found in products.items()},
+        rows=rows,
         passes=passes,
         fixed_s={kind: us * US for kind, us in (ops.get("fixed_us") or {}).items()},
         cache_bytes=ops.get("cache_bytes"),
@@ -166,7 +179,7 @@ def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = Fal
     if fixed is None:
         return None
     if stage.stage in PRODUCT_SHAPE:
-        data = product_data_seconds(stage, point, ops, cold)
+        data = product_data_seconds(stage, point, ops)
     else:
         data = pass_data_seconds(stage, point, ops, cache_share(stage.footprint_bytes, ops.cache_bytes), cold)
     if data is None:
@@ -174,20 +187,36 @@ def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = Fal
     return {"time_s": fixed + data, "fixed_s": fixed, "data_s": data}
 
 
-def product_data_seconds(stage: StageCost, point: Point, ops: Ops, cold: bool) -> float | None:
+def product_data_seconds(stage: StageCost, point: Point, ops: Ops) -> float | None:
     """The data time of scores or pv: its FLOPs at the square product's rate, and, with fewer
-    rows per K/V head than keys (decode), at least its bytes at the streaming rate (module
-    docstring; where the ceilings timed no pass, the FLOPs alone)."""
-    rate = product_rate(ops, point.dtype, point.head_dim, PRODUCT_SHAPE[stage.stage], point.tokens)
+    rows per K/V head than keys (decode), at least its bytes at the one-row product's rates
+    (module docstring); None where the ceilings lack a rate it needs."""
+    shape = PRODUCT_SHAPE[stage.stage]
+    rate = product_rate(ops, point.dtype, point.head_dim, shape, point.tokens)
     if rate is None:
         return None
     computed = stage.flops / rate
     if point.group_size * point.queries >= point.tokens:
         return computed  # as many rows as the square products timed, or more
-    share = cache_share(stage.bytes, ops.cache_bytes)
-    held_at = held_place(stage.stage, point, cold=cold)
-    streamed = pass_seconds(ops, point.dtype, "scale", stage.bytes, share, held_at=held_at)
-    return computed if streamed is None else max(computed, streamed)
+    streamed = row_seconds(ops, point, shape, stage.bytes)
+    return None if streamed is None else max(computed, streamed)
+
+
+def row_seconds(ops: Ops, point: Point, shape: str, amount: float) -> float | None:
+    """``amount`` bytes of a one-row product, from DRAM (module docstring): the share the
+    largest cache would hold at its rate into a cache with room (``flushed``), the rest at its
+    streaming rate past it. None where the ceilings timed no one-row product of this dtype
+    (an older ceilings file)."""
+    dims = sorted({d for (t, d, s, _) in ops.rows if t == point.dtype and s == shape})
+    if not dims:
+        return None
+    d = min(dims, key=lambda d: (abs(math.log(d / point.head_dim)), d))
+    past = ops.rows.get((point.dtype, d, shape, "past"))
+    flushed = ops.rows.get((point.dtype, d, shape, "flushed")) or past
+    share = cache_share(amount, ops.cache_bytes)
+    if flushed is None or (past is None and share < 1):
+        return None
+    return share * amount / flushed + (1 - share) * amount / (past or flushed)
 
 
 def pass_data_seconds(stage: StageCost, point: Point, ops: Ops, share: float, cold: bool) -> float | None:

@@ -26,7 +26,29 @@ from kernels.planning.gpus import GPUS
 from kernels.planning.point import Point
 from kernels.planning.sweep import points as sweep_points
 
-KEY = ("impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n")
+KEY = (
+    "impl",
+    "batch",
+    "heads",
+    "kv_heads",
+    "query_tokens",
+    "tokens",
+    "head_dim",
+    "dtype",
+    "causal",
+    "inputs",
+    "block_m",
+    "block_n",
+)
+
+
+def key_of(point: Point) -> dict:
+    """A point's KEY columns, the inference dimensions as numbers (T and H where it leaves
+    them out), as the measured tables have them."""
+    shape = point.shape()
+    return {name: shape[name] if name in shape else getattr(point, name) for name in KEY}
+
+
 COLUMNS = (
     *KEY,
     "target",
@@ -97,7 +119,7 @@ def predicted_row(cost, point: Point, machine: Machine) -> dict:
 def stage_rows(point: Point, machine: Machine) -> list[dict]:
     """Each stage of one point on one machine, as table rows."""
     return [
-        {name: getattr(point, name) for name in KEY}
+        key_of(point)
         | predicted_row(stage, point, machine)
         | {"largest_cache_bytes": machine.largest_cache_bytes}
         | expected_columns(stage, point, machine)

@@ -194,24 +194,37 @@ def registered_only(sweep: list[dict]) -> tuple[list[dict], list[str]]:
 
 def product_shapes(points: list[Point], device: str) -> list[str]:
     """The matrix products the ceilings time for a sweep (kernels.measure.op_rates), as
-    ``dtype:head_dim:shortest:longest`` (the lengths it runs at): one per dtype and head
-    dimension of the points timed on ``device`` (on a CPU the Triton paths are interpreted,
-    never timed)."""
+    ``dtype:head_dim:shortest:longest`` (the lengths it runs at), with ``:rows`` where a
+    point gives a K/V head fewer query rows than it has keys (decode: its products read K and
+    V for few rows, and are timed so too): one per dtype and head dimension of the points
+    timed on ``device`` (on a CPU the Triton paths are interpreted, never timed)."""
     spans: dict[tuple[str, int], list[int]] = {}
+    rows: set[tuple[str, int]] = set()
     for point in points:
         if device == "cpu" and point.triton:
             continue
         spans.setdefault((point.dtype, point.head_dim), []).append(point.tokens)
-    return [f"{dtype}:{d}:{min(ts)}:{max(ts)}" for (dtype, d), ts in sorted(spans.items())]
+        if point.group_size * point.queries < point.tokens:
+            rows.add((point.dtype, point.head_dim))
+    return [
+        f"{dtype}:{d}:{min(ts)}:{max(ts)}" + (f":{ROWS}" if (dtype, d) in rows else "")
+        for (dtype, d), ts in sorted(spans.items())
+    ]
+
+
+ROWS = "rows"  # product_shapes' mark: the sweep's products also run with few rows per K/V head
 
 
 def parse_product_shape(text: str) -> dict:
-    """``dtype:head_dim:shortest:longest`` (product_shapes) as a dict; a ValueError naming
-    what is wrong."""
+    """``dtype:head_dim:shortest:longest[:rows]`` (product_shapes) as a dict; a ValueError
+    naming what is wrong."""
     parts = text.split(":")
-    if len(parts) != 4:
-        raise ValueError(f"{text!r}: expected dtype:head_dim:shortest:longest, e.g. float32:64:256:8192")
-    dtype, *numbers = parts
+    if len(parts) not in (4, 5) or (len(parts) == 5 and parts[4] != ROWS):
+        raise ValueError(
+            f"{text!r}: expected dtype:head_dim:shortest:longest, e.g. float32:64:256:8192, "
+            f"then :{ROWS} where the sweep's products also run with few rows per K/V head"
+        )
+    dtype, *numbers = parts[:4]
     if dtype not in ELEMENT_BYTES:
         raise ValueError(f"{text!r}: dtype {dtype!r} is not one of {', '.join(ELEMENT_BYTES)}")
     try:
@@ -220,4 +233,5 @@ def parse_product_shape(text: str) -> dict:
         raise ValueError(f"{text!r}: head_dim, shortest and longest must be whole numbers") from None
     if min(head_dim, shortest) < 1 or longest < shortest:
         raise ValueError(f"{text!r}: needs head_dim >= 1 and 1 <= shortest <= longest")
-    return {"dtype": dtype, "head_dim": head_dim, "shortest": shortest, "longest": longest}
+    found = {"dtype": dtype, "head_dim": head_dim, "shortest": shortest, "longest": longest}
+    return found | ({ROWS: True} if len(parts) == 5 else {})

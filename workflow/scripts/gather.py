@@ -5,11 +5,12 @@ from pathlib import Path
 
 from kernels.io.script_log import logged_to
 from kernels.io.tables import gather
+from kernels.planning.leaves import record_fields
 from kernels.planning.point import Point
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):
     # a record's name is its last three path parts: <impl>/<dtype>/<shape>.json
     points = [Point.from_name("/".join(Path(path).parts[-3:])) for path in smk.input]
-    expect = [{"impl": p.impl, **p.shape(), "inputs": p.inputs} for p in points]
+    expect = [record_fields(p) for p in points]  # the pass among them
     print(f"{gather(smk.input, smk.output[0], expect)} records")
