@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterable
 
 from kernels.io.atomic import write_csv_atomic
+from kernels.io.tables import POINT_KEY
 from kernels.models import expected, hierarchy, predict
 from kernels.models.hierarchy import Machine
 from kernels.models.stages import stage_costs, stage_names
@@ -26,20 +27,7 @@ from kernels.planning.gpus import GPUS
 from kernels.planning.point import Point
 from kernels.planning.sweep import points as sweep_points
 
-KEY = (
-    "impl",
-    "batch",
-    "heads",
-    "kv_heads",
-    "query_tokens",
-    "tokens",
-    "head_dim",
-    "dtype",
-    "causal",
-    "inputs",
-    "block_m",
-    "block_n",
-)
+KEY = tuple(name for name in POINT_KEY if name != "device")  # the measured tables' key, per target
 
 
 def key_of(point: Point) -> dict:
