@@ -405,7 +405,14 @@ def measure(device: str, threads: int, wanted: list[dict], cache_bytes: int | No
         "threads": threads,
         "cache_bytes": cache_bytes,
         "products": product_rates(device, wanted, cache_bytes),
-        "rows": row_rates(device, wanted, {"inside": inside, "past": past_bytes}, flush, fixed_us),
+        # without a known cache only past it: the flushed place is half a cache
+        "rows": row_rates(
+            device,
+            wanted,
+            {"inside": inside, "past": past_bytes} if inside else {"past": past_bytes},
+            flush,
+            fixed_us,
+        ),
         "passes": pass_rates(device, dtypes, footprints, flush, fixed_us),
         "fixed_us": fixed_us,
         "fixed_method": FIXED_METHOD,
