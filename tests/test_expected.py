@@ -318,7 +318,8 @@ def test_the_ceilings_command_times_the_sweeps_operations(handoff_shapes):
         for place in ("flushed", "past")
     }
     assert max(kv["flushed"]) <= ops["cache_bytes"] / 2 < ops["cache_bytes"] < min(kv["past"])
-    assert all(p["per_s"] > 0 and p["method"] for p in ops["rows"])
+    # a flushed call of half a 1 MiB cache can take less than a product's fixed cost: no rate then
+    assert all((p["per_s"] is None or p["per_s"] > 0) and p["method"] for p in ops["rows"])
     assert {(p["op"], p["place"]) for p in ops["passes"] if p["dtype"] == "float16"} == {
         (op, place) for op in ("scale", "mask", "softmax", "cast") for place in ("inside", "flushed", "past")
     } | {("scale", "handed")}
