@@ -4,6 +4,8 @@ training shape, and the Training page's sentences held to the tables they come f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import yaml
@@ -106,6 +108,10 @@ def test_the_torch_backward_is_timed_alone_and_with_its_forward_stage_by_stage(r
     assert all(s["time_ms"] > 0 and s["cold_time_ms"] > 0 for s in record["stage_times"])
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+
+
 def test_the_tables_split_the_records_by_pass(records, tmp_path):
     paths = [tmp_path / f for f in ("m.parquet", "m.csv", "s.csv", "t.csv")]
     backward = tuple(tmp_path / f for f in ("b.csv", "bs.csv", "bt.csv"))
@@ -116,6 +122,14 @@ def test_the_tables_split_the_records_by_pass(records, tmp_path):
     assert set(pd.read_csv(backward[2])["stage"]) >= {"dp", "ds", "dv", "dq", "dk"}
     write_tables([records["forward"]], *paths, backward=backward)  # no backward point
     assert pd.read_csv(backward[0]).empty and "impl" in pd.read_csv(backward[0]).columns
+    # no forward point: each forward table is empty but has the columns of a full one (less
+    # those flattened from a record's versions, process and contention)
+    full = {path: read_table(path) for path in paths}
+    write_tables([records["torch_naive"], records["triton_flash"]], *paths, backward=backward)
+    for path, table in full.items():
+        flattened = {c for c in table if c.startswith(("version_", "process_", "contention_"))}
+        assert read_table(path).empty and set(table.columns) - flattened <= set(read_table(path).columns)
+    assert len(pd.read_csv(backward[0])) == 2
 
 
 # --- the models -----------------------------------------------------------------------------

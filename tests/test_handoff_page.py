@@ -290,7 +290,7 @@ def test_a_study_without_timed_stages_says_why_in_every_section():
     ):
         assert text.startswith(f"**{NOTHING}:** this section would show") and why in text
     assert handoff.rate_figure(v, CEILINGS) is None and handoff.share_figure(v) is None
-    assert "this study has no staged point to predict" in handoff_text.gpu_text(v)
+    assert "this study has no forward point timed stage by stage to predict" in handoff_text.gpu_text(v)
     skipped = view(blank, predictions(stage_times()).iloc[:0], ran=metrics(status="skipped"))
     assert "no point of this study ran (1 skipped" in handoff_text.time_text(skipped)
     fused = view(blank, predictions(stage_times()).iloc[:0], ran=metrics(impl="sdpa"))
@@ -328,7 +328,9 @@ def test_the_notebook_renders_the_test_tables(timed, tmp_path):
     (tmp_path / "ceilings.json").write_text(json.dumps(CEILINGS | {"levels": [busy, *CEILINGS["levels"]]}))
     (tmp_path / "env.json").write_text(json.dumps(PROVENANCE))
     metrics().to_parquet(tmp_path / "metrics.parquet")
+    (tmp_path / "backward.csv").write_text("")  # no backward point
     files = ["metrics.parquet", "env.json", "stage_times.csv", "stage_predictions.csv", "ceilings.json"]
+    files += ["backward.csv"]
     parameters = [arg for file in files for arg in ("-p", file.split(".")[0], str(tmp_path / file))]
     out = tmp_path / "handoff.ipynb"
     template = str(ROOT / "reports" / "handoff.ipynb")

@@ -78,6 +78,7 @@ def test_storage_page_says_what_the_records_measured(metrics, tmp_path):
     metrics.to_parquet(tmp_path / "metrics.parquet", index=False)
     write_csv_atomic(tmp_path / "sizes.csv", matrix_sizes())
     (tmp_path / "env.json").write_text(json.dumps({"device": "cpu", "cpu": "test CPU", "cpu_count": 2}))
+    (tmp_path / "backward.csv").write_text("")  # no backward point
     out = tmp_path / "storage.ipynb"
     done = subprocess.run(
         [
@@ -97,6 +98,9 @@ def test_storage_page_says_what_the_records_measured(metrics, tmp_path):
             "-p",
             "sizes",
             str(tmp_path / "sizes.csv"),
+            "-p",
+            "backward",
+            str(tmp_path / "backward.csv"),
         ],
         capture_output=True,
         text=True,

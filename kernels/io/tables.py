@@ -15,7 +15,7 @@ import pandas as pd
 
 from kernels.io.atomic import write_atomic, write_text_atomic
 from kernels.io.derived import derive, stage_rates
-from kernels.io.records import DamagedRecordError, read_record, said, validate_record
+from kernels.io.records import SCHEMA, DamagedRecordError, read_record, said, validate_record
 
 POINT_KEY = [
     "impl",
@@ -108,16 +108,43 @@ def timed_stage_rows(record: dict) -> list[dict]:
 
 def timed_stage_table(records: list[dict]) -> pd.DataFrame:
     rows = [row for record in records for row in timed_stage_rows(record)]
+    if not rows:
+        return empty_tables()[2]
     table = pd.DataFrame(rows).convert_dtypes(dtype_backend="numpy_nullable")
-    if table.empty:
-        return table
     return stage_rates(table).sort_values(POINT_KEY + ["order"], ignore_index=True, na_position="first")
 
 
+# record fields that are not one column each: flattened (versions, process, contention) or
+# tables of their own (stages, stage_times)
+NOT_COLUMNS = ("stages", "stage_times", "versions", "process", "contention")
+
+
+def _record_schema() -> dict:
+    return json.loads(SCHEMA.read_text(encoding="utf-8"))
+
+
+def empty_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The points, transfers and timed-stage tables of no record, each with the columns the
+    record schema gives it: a pass the sweep has no point of reads as no rows, and every
+    column a reader asks for is there."""
+    schema = _record_schema()
+    fields = [k for k in schema["properties"] if k not in NOT_COLUMNS]
+    metrics = derive(pd.DataFrame(columns=list(dict.fromkeys([*fields, *POINT_KEY]))))
+    stage = list(schema["$defs"]["stage"]["properties"])
+    stages = pd.DataFrame(columns=[*POINT_KEY, "status", *stage])
+    timed_key = ["status", "bytes_S", "bytes_P", "last_cache_bytes", "call_time_ms", "contention_verdict"]
+    timed_stage = list(schema["$defs"]["timed_stage"]["properties"])
+    timed = stage_rates(pd.DataFrame(columns=[*POINT_KEY, *timed_key, "order", *timed_stage]))
+    return metrics, stages, timed
+
+
 def tables(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The points and transfers tables of the records (of no record: empty_tables')."""
+    if not records:
+        return empty_tables()[:2]
     rows, stages = [], []
     for record in records:
-        skip = ("stages", "stage_times", "versions", "process", "contention", *NESTED)
+        skip = (*NOT_COLUMNS, *NESTED)
         row = {k: v for k, v in record.items() if k not in skip} | point_key(record)
         row |= {f"version_{k}": v for k, v in record["versions"].items()}
         row |= {f"process_{k}": v for k, v in (record.get("process") or {}).items()}
@@ -141,8 +168,6 @@ def of_pass(records: list[dict], direction: str) -> list[dict]:
 
 
 def _csv(table: pd.DataFrame, path) -> None:
-    if table.empty and not len(table.columns):
-        table = pd.DataFrame(columns=[*POINT_KEY, "pass", "status"])
     write_atomic(path, lambda p: table.to_csv(p, index=False), sealed=True)
 
 
@@ -158,7 +183,7 @@ def write_tables(
     stages), the backward records' in the same three forms (each empty but for its header
     where the sweep has no backward point)."""
     forward = of_pass(records, "forward")
-    metrics, stage_table = tables(forward) if forward else (pd.DataFrame(), pd.DataFrame())
+    metrics, stage_table = tables(forward)
     timed = timed_stage_table(forward)
     write_atomic(metrics_parquet, lambda p: metrics.to_parquet(p, index=False), sealed=True)
     _csv(metrics, metrics_csv)
@@ -166,7 +191,7 @@ def write_tables(
     _csv(timed, stage_times_csv)
     if backward:
         back = of_pass(records, "backward")
-        points, transfers = tables(back) if back else (pd.DataFrame(), pd.DataFrame())
+        points, transfers = tables(back)
         for table, path in zip((points, transfers, timed_stage_table(back)), backward, strict=True):
             _csv(table, path)
     return metrics

@@ -74,10 +74,42 @@ def load(summary: bool = True, problems: str = "square", **paths: str) -> Simple
     read = {name: inputs.read(name, path) for name, path in paths.items()}
     style()
     if summary and "metrics" in read and "env" in read:
-        display(Markdown(run_summary(read["metrics"], read["env"])))
+        display(Markdown(run_summary(read["metrics"], read["env"], read.get("backward"))))
+    left_out = points_elsewhere(read.get("metrics") if problems == "square" else None, read.get("backward"))
     if problems == "square":
         read = {name: square(value) for name, value in read.items()}
+    if "metrics" in read:
+        read["metrics"].attrs["elsewhere"] = left_out
     return SimpleNamespace(**read)
+
+
+# the points a square page's metrics leave out, by where they are shown
+BACKWARD_ELSEWHERE = "backward (the Training page shows them)"
+INFERENCE_ELSEWHERE = "forward of an inference shape (the Decode page shows them)"
+
+
+def points_elsewhere(metrics: pd.DataFrame | None, backward: pd.DataFrame | None) -> dict[str, int]:
+    """How many of the study's points a page's metrics do not hold (the backward ones, and the
+    inference shapes when ``metrics`` is narrowed to the square problem), by where they are
+    shown: so a section with no point says where the study's points went."""
+    inference = 0 if metrics is None else len(metrics) - len(square(metrics))
+    return {INFERENCE_ELSEWHERE: inference, BACKWARD_ELSEWHERE: 0 if backward is None else len(backward)}
+
+
+def elsewhere(metrics: pd.DataFrame) -> str | None:
+    """'2 backward (the Training page shows them)': the study's points a page's metrics do not
+    hold (reports.pages.common.load), or None."""
+    found = {what: n for what, n in (metrics.attrs.get("elsewhere") or {}).items() if n}
+    return " and ".join(f"{n:,} {what}" for what, n in found.items()) or None
+
+
+def no_point(metrics: pd.DataFrame, kind: str = "") -> str:
+    """'this study has no point' (of ``kind``), and where its points are when the page's table
+    was narrowed to the square forward problem."""
+    where = elsewhere(metrics)
+    if where is None:
+        return f"this study has no {kind}point"
+    return f"this page has no {kind}point (the study's points: {where})"
 
 
 def ok(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -118,22 +150,27 @@ def status_counts(metrics: pd.DataFrame) -> str:
     return ", ".join(f"{counts[s]:,} {s}" for s in order)
 
 
-def run_summary(metrics: pd.DataFrame, env: dict) -> str:
-    """The run in one line, and, when some point did not run, one line that links the
-    index's warnings (which say why, point by point) instead of repeating them."""
+def run_summary(metrics: pd.DataFrame, env: dict, backward: pd.DataFrame | None = None) -> str:
+    """The run in one line, every point counted (forward and, given its table, backward), and,
+    when some point did not run, one line that links the index's warnings (which say why,
+    point by point) instead of repeating them."""
     versions = env.get("versions", {})
     commit = (env.get("git") or {}).get("commit") or "unknown"
-    points = f"{len(metrics):,} point{'s' if len(metrics) != 1 else ''}"
+    passes = [metrics] if backward is None else [metrics, backward]
+    every = pd.concat([table[["status"]] for table in passes], ignore_index=True)
+    points = f"{len(every):,} point{'s' if len(every) != 1 else ''}"
+    if backward is not None and len(backward):
+        points += f" ({len(metrics):,} forward, {len(backward):,} backward)"
     line = (
         f"**Run:** {device_label(env)}; torch {versions.get('torch')}, triton "
         f"{versions.get('triton')}; commit `{commit[:12]}`; config `{env.get('config_hash')}`. "
-        f"{points}: {status_counts(metrics) or 'none'}."
+        f"{points}: {status_counts(every) or 'none'}."
     )
-    bad = metrics[metrics["status"] != "ok"]
+    bad = every[every["status"] != "ok"]
     if bad.empty:
         return line
     return (
-        line + f"\n\n**Warning: not every point ran**: {len(bad):,} of {len(metrics):,} did not "
+        line + f"\n\n**Warning: not every point ran**: {len(bad):,} of {len(every):,} did not "
         f"({status_counts(bad)}); why, point by point: [the index's warnings]({INDEX_WARNINGS})."
     )
 
@@ -155,6 +192,8 @@ def triton_points(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def implementations(metrics: pd.DataFrame) -> str:
+    if metrics.empty and elsewhere(metrics):
+        return f"none on this page; the study's points: {elsewhere(metrics)}"
     return f"its implementation{'s' if metrics['impl'].nunique() != 1 else ''}: {names(metrics['impl'])}"
 
 
@@ -162,7 +201,7 @@ def why_nothing_ran(metrics: pd.DataFrame, kind: str = "") -> str | None:
     """Why no point (of ``kind``: "Triton ", say) has a measurement at all, or None when one
     ran."""
     if metrics.empty:
-        return f"this study has no {kind}point"
+        return no_point(metrics, kind)
     if (metrics["status"] == "ok").any():
         return None
     return (

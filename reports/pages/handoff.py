@@ -146,7 +146,7 @@ def why_unpredicted(predictions: pd.DataFrame, ceilings: dict) -> str | None:
     if (predictions["target"] == THIS_MACHINE).any():
         return None
     if predictions.empty:
-        return "this study has no staged point to predict"
+        return "this study has no forward point timed stage by stage to predict"
     missing = [k for k in ("copy_gbps", "matmul_tflops", "exp_per_s") if ceilings.get(k) is None]
     reason = ceilings.get("reason") or ceilings.get("exp_reason")
     if missing:

@@ -456,7 +456,7 @@ def gpu_text(v: View) -> str:
     if target is None or case is None:
         return empty(
             "gpu",
-            "this study has no staged point to predict"
+            "this study has no forward point timed stage by stage to predict"
             if v.predictions.empty
             else "the predictions have no GPU",
         )

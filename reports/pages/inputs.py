@@ -86,12 +86,14 @@ INPUTS = {
         "table",
         METRICS,
         ("batch", "heads", "tokens", "head_dim", "bytes_S", "bytes_P", "time_ms", "peak_alloc_bytes"),
+        may_be_blank=True,  # a study of backward points only has no forward row
     ),
     "stages": Input(
         "the traffic per point and stage",
         "table",
-        ("impl", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n", "tensor", "op"),
-        ("tokens", "head_dim"),
+        ("impl", "tokens", "head_dim", "dtype", "causal", "block_m", "block_n", "tensor", "op")
+        + ("compulsory_bytes", "model_bytes", "counted_bytes"),
+        ("tokens", "head_dim", "compulsory_bytes", "model_bytes", "counted_bytes"),
         may_be_blank=True,
     ),
     "stage_times": Input(
@@ -295,7 +297,7 @@ def _table(path: Path, spec: Input | None) -> pd.DataFrame:
         kind = "a Parquet table" if path.suffix == ".parquet" else "a CSV table"
         raise _fail(path, spec, f"cannot be read as {kind}: {str(err).strip()}") from None
     if spec and spec.may_be_blank and table.empty:  # a header alone: no rows to check
-        return pd.DataFrame(columns=list(spec.fields))
+        return pd.DataFrame(columns=list(dict.fromkeys([*spec.fields, *table.columns])))
     if spec:
         missing = [column for column in spec.fields if column not in table.columns]
         if missing:
