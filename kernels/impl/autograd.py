@@ -9,7 +9,8 @@ that ``torch.autograd.graph.saved_tensors_hooks`` sees every byte the path keeps
 
 - ``SAVED``: the names of what it keeps, in order;
 - ``forward_saving(q, k, v, causal, block_m, block_n, **options) -> (O, saved)``;
-- ``backward(dO, q, k, v, saved, causal, block_m, block_n, **options) -> (dQ, dK, dV)``;
+- ``backward(dO, q, k, v, saved, causal, block_m, block_n, **options) -> (dQ, dK, dV)``
+  (a PyTorch path, not a Triton one, gets ``block_m = block_n = None`` in both);
 - ``planned_backward_launches(q, k, v, *, causal, block_m, block_n, **options)`` (optional): the
   backward's launches on meta tensors, for the build stage.
 

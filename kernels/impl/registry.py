@@ -85,7 +85,8 @@ def _with_gradient(entry: catalog.Implementation, q, k, v, causal: bool, out, op
     check_gradient(entry, q, k, v)
     module = entry.backward_module()
     if module is not None:
-        bm, bn = options.pop("block_m"), options.pop("block_n")
+        # a PyTorch path's backward module is called with no block shape (None, None)
+        bm, bn = options.pop("block_m", None), options.pop("block_n", None)
         o = differentiable(module, q, k, v, causal, bm, bn, options)
     else:
         o = _checked_result(entry, entry.run(q, k, v, causal=causal, **options), q)

@@ -70,8 +70,10 @@ def _run(
 
 def _merged_stages(stages: list[dict], counted: dict[tuple[str, str, str], int]) -> list[dict]:
     """The model's stages with the counted bytes beside them, and counted traffic the model
-    lacks as stages of its own."""
+    lacks as stages of its own (model bytes 0 where the path has a model that leaves it out,
+    None where the path has no model at all)."""
     counted = dict(counted)
+    modelled = any(s["model_bytes"] is not None for s in stages)
     merged = [s | {"counted_bytes": counted.pop((s["kernel"], s["tensor"], s["op"]), 0)} for s in stages]
     for (kernel, tensor, op), nbytes in sorted(counted.items()):
         merged.append(
@@ -80,7 +82,7 @@ def _merged_stages(stages: list[dict], counted: dict[tuple[str, str, str], int])
                 "tensor": tensor,
                 "op": op,
                 "compulsory_bytes": 0,
-                "model_bytes": 0,
+                "model_bytes": 0 if modelled else None,
                 "counted_bytes": nbytes,
             }
         )
@@ -156,14 +158,16 @@ def model_summary(point: Point) -> dict:
 
     back = summarize_backward(point)
     issued = back["backward_model_bytes"]
-    work = back["backward_flops"] or back["backward_convention_flops"]
+    work = back["backward_flops"]  # None where the path models no FLOPs: not the convention's
     return forward | {
         "traffic_compulsory_bytes": back["backward_compulsory_bytes"],
         "traffic_model_bytes": issued,
         "flops": work,
         "forward_flops": forward["flops"],
         "convention_flops": back["backward_convention_flops"],
-        "intensity_flop_per_byte": work / (issued or back["backward_compulsory_bytes"]),
+        "intensity_flop_per_byte": None
+        if work is None
+        else work / (issued or back["backward_compulsory_bytes"]),
         "saved_model_bytes": back["saved_model_bytes"],
         "saved_model": back["saved_model"],
         "stages": back["backward_stages"],

@@ -72,6 +72,14 @@ def why_no_backward(backward: pd.DataFrame) -> str | None:
     return None
 
 
+NO_MODEL = "no model"  # a table's cell where the path registers no model to compare with
+
+
+def equals_model(measured: pd.Series, model: pd.Series) -> pd.Series:
+    """Whether each measurement equals its model, or NO_MODEL where the path has none."""
+    return (measured == model).astype(object).where(model.notna(), NO_MODEL)
+
+
 # --- what is kept --------------------------------------------------------------------------
 
 
@@ -86,7 +94,7 @@ def kept_table(backward: pd.DataFrame) -> pd.DataFrame:
             "causal": rows["causal"],
             "kept, MiB (measured)": rows["saved_bytes"] / MIB,
             "kept, MiB (model)": rows["saved_model_bytes"] / MIB,
-            "measured = model": rows["saved_bytes"] == rows["saved_model_bytes"],
+            "measured = model": equals_model(rows["saved_bytes"], rows["saved_model_bytes"]),
         }
     ).sort_values(["T", "impl"], ignore_index=True)
 
@@ -201,7 +209,7 @@ def traffic_table(stages: pd.DataFrame) -> pd.DataFrame:
             "causal": table["causal"],
             "counted, MiB": table["counted"] / MIB,
             "model, MiB": table["model"] / MIB,
-            "counted = model": table["counted"] == table["model"],
+            "counted = model": equals_model(table["counted"], table["model"]),
             "T×T counted, MiB": table["counted_tt"].fillna(0) / MIB,
             "compulsory, MiB": table["compulsory"] / MIB,
             "T×T compulsory, MiB": table["compulsory_tt"] / MIB,
@@ -215,12 +223,20 @@ def traffic_finding(stages: pd.DataFrame) -> str:
         return empty(
             "traffic", "no backward point of a Triton path was counted (only the interpreter counts)"
         )
-    agree = int(table["counted = model"].sum())
+    modelled = table[table["counted = model"] != NO_MODEL]
+    agree = int(modelled["counted = model"].astype(bool).sum())
+    unmodelled = table[table["counted = model"] == NO_MODEL]
+    if modelled.empty:
+        text = f"No counted backward here has a traffic model ({names(unmodelled['impl'])}: none registered)"
+    else:
+        text = (
+            f"The interpreter's count equals the model to the byte at {agree} of the "
+            f"{len(modelled)} counted backward points with a model"
+        )
+        if len(unmodelled):
+            text += f" ({names(unmodelled['impl'])}: no backward traffic model)"
     longest = table[table["T"] == table["T"].max()].set_index("impl")
-    text = (
-        f"The interpreter's count equals the model to the byte at {agree} of {len(table)} counted "
-        f"backward points. At the longest T counted ({int(longest['T'].iloc[0]):,}): "
-    )
+    text += f". At the longest T counted ({int(longest['T'].iloc[0]):,}): "
     parts = []
     for impl, r in longest.iterrows():
         matrix = r["T×T counted, MiB"]
@@ -239,7 +255,7 @@ def traffic_finding(stages: pd.DataFrame) -> str:
 def products_table(backward: pd.DataFrame) -> pd.DataFrame:
     rows = (
         ok(backward)
-        .dropna(subset=["flops", "convention_flops"])
+        .dropna(subset=["convention_flops"])
         .drop_duplicates(["impl", "tokens", "head_dim", "dtype", "causal"])
     )
     return pd.DataFrame(
@@ -259,6 +275,11 @@ def products_finding(backward: pd.DataFrame) -> str:
     table = products_table(backward)
     if table.empty:
         return empty("products", why_no_backward(backward))
+    unmodelled = table[table["executed GFLOP"].isna()]
+    no_model = f"{names(unmodelled['impl'])}: no backward FLOPs model registered, executed FLOPs unknown"
+    table = table.dropna(subset=["executed GFLOP"])
+    if table.empty:
+        return f"No backward here has a model of the FLOPs it executes ({no_model})."
     longest = table[table["T"] == table["T"].max()].set_index("impl")
     parts = [
         f"{impl} {number(r['executed / convention'])}× ({number(r['executed / forward'])}× its forward)"
@@ -268,6 +289,8 @@ def products_finding(backward: pd.DataFrame) -> str:
         "FLOPs as executed against the convention (2.5 times the forward's) at T = "
         f"{int(longest['T'].iloc[0]):,}: " + "; ".join(parts) + "."
     )
+    if len(unmodelled):
+        text += f" ({no_model}.)"
     stored, recomputed = triton_path("SP", backward), triton_path("none", backward)
     if stored in longest.index and recomputed in longest.index:
         text += f" What recomputation costs is the difference between {recomputed}'s and {stored}'s."
@@ -424,11 +447,13 @@ def crossing_figure(crossing: pd.DataFrame):
         return None
     rows = crossing[crossing["case"].isin(["cold", "warm_low"])]
     rows = rows.assign(
-        ratio=rows["stored_ms"] / rows["recomputed_ms"], shape="d=" + rows["head_dim"].astype(str)
+        ratio=rows["stored_ms"] / rows["recomputed_ms"],
+        shape="d=" + rows["head_dim"].astype(str),
+        caches=rows["case"].map(CASE_WORDS),  # the legend in words, not the table's keys
     )
     fig, ax = plt.subplots()
     sns.lineplot(
-        data=rows, x="tokens", y="ratio", hue="target", style="case", marker="o", ax=ax, errorbar=None
+        data=rows, x="tokens", y="ratio", hue="target", style="caches", marker="o", ax=ax, errorbar=None
     )
     ax.axhline(1, color="grey", linestyle="--", linewidth=1)
     ax.set(xscale="log", yscale="log", xlabel="T", ylabel="storing P ÷ recomputing it (predicted time)")
