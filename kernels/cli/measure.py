@@ -92,6 +92,7 @@ def run_measure(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)  # cuda without a GPU: a skipped record says so
     select_mode(device)  # before the point's implementation (a plugin's kernels) is imported
     point = point_from(args)
+    from kernels.io import last_words
     from kernels.io.records import write_record
     from kernels.measure.deadline import deadline
     from kernels.measure.run import base_record, measure, now
@@ -105,8 +106,9 @@ def run_measure(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(threads)
-    timed_out = base_record(point, device, args.seed) | {
-        "status": "failed",
+    failed = base_record(point, device, args.seed) | {"status": "failed"}
+    last_words.leave("record", failed, args.out)  # if this process dies before it writes one
+    timed_out = failed | {
         "reason": f"stopped after the time limit of {args.time_limit:g} s per measure job (--time-limit)",
     }
     on_expiry = lambda: write_record(timed_out | {"finished_at": now()}, args.out)  # noqa: E731

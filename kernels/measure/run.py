@@ -28,6 +28,7 @@ from kernels.impl.checks import DTYPES
 from kernels.measure.backward_run import run_backward
 from kernels.measure.forward_run import call_of, run_forward
 from kernels.measure.gates import skip_reason
+from kernels.measure.process_guard import guarded
 from kernels.measure.provenance import device_name, measured_by, versions
 from kernels.models import cost
 from kernels.planning.launch import launch_candidates
@@ -231,12 +232,17 @@ def _measured(
 ) -> dict:
     """What running the point adds to its record, or why it failed."""
     started = time.perf_counter()
-    try:
-        found = _run(point, device, seed, torch.get_num_threads(), use_ncu, ncu_args, candidates)
-    except (torch.OutOfMemoryError, MemoryError) as err:
-        return {"status": "failed", "reason": f"out of memory: {str(err).splitlines()[0]}"}
-    except Exception as err:  # any other failure is a record too
-        return {"status": "failed", "reason": f"{type(err).__name__}: {err}"}
+    with guarded() as tampered:  # the folder set back, threads left found (a plugin's)
+        try:
+            found = _run(point, device, seed, torch.get_num_threads(), use_ncu, ncu_args, candidates)
+        except (torch.OutOfMemoryError, MemoryError) as err:
+            found = {"status": "failed", "reason": f"out of memory: {str(err).splitlines()[0]}"}
+        except Exception as err:  # any other failure is a record too
+            found = {"status": "failed", "reason": f"{type(err).__name__}: {err}"}
+    if tampered:
+        return {"status": "failed", "reason": "; ".join(tampered)}
+    if found.get("status") == "failed":
+        return found
     counted = found.pop("counted", None)
     failure = found.pop("overflow", None) or found.pop("check_reason", None)
     found["wall_seconds"] = time.perf_counter() - started

@@ -5,12 +5,13 @@ lane of the command's kind, starts the lane's worker when it has none, and sends
 arguments, the working folder, the environment and the job's own stdout and stderr (so the
 job's log reads as if the command had run here). The exit status is the command's.
 
-When the worker dies during a measure job (a segfault, an out-of-memory kill, a CUDA error
-that ends the process) or does not answer within the point's time limit and a grace, the
-point is recorded here as failed with the reason, from the record the worker sent before
-it started; the next job starts a fresh worker. Where no worker can be used (no session, an
-opt-out, a lane that cannot be locked, a worker that cannot start), ``handed_over`` returns
-None and the command runs in this process, as without a session.
+When the worker dies during a measure or validate job (a segfault, an out-of-memory kill, a
+CUDA error that ends the process, a plugin's os._exit) or does not answer within the job's
+time limit and a grace, the command's last words (kernels.io.last_words: a failed record,
+every case an error) are written here with the reason; the next job starts a fresh worker.
+Where no worker can be used (no session, an opt-out, a lane that cannot be locked, a worker
+that cannot start), ``handed_over`` returns None and the command runs as without a session
+(kernels.warm.watched: a measure or validate job in a watched process of its own).
 
 Standard library only (kernels.io.records on a crash): no torch, no triton.
 """
@@ -26,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from kernels.io import last_words
 from kernels.spec import JOB_LIMIT_SECONDS
 from kernels.warm import lanes, session
 
@@ -122,14 +124,15 @@ class Job:
     def __init__(self, lane: lanes.Lane, sock: socket.socket, argv: list[str]) -> None:
         self.lane, self.sock, self.argv = lane, sock, argv
         self.worker_pid: int | None = None
-        self.failed_record: dict | None = None  # what a measure job's record says if it dies
-        self.out: str | None = None
+        # what the command's output says if its process dies (kernels.io.last_words)
+        self.words = lane.run.folder / f"last-words-{os.getpid()}.json"
         self.started = time.time()
         self._buffer = b""
 
     def run(self) -> int | None:
         """The command's exit status; None when the worker ended before it took the job."""
         previous = {s: signal.signal(s, self._cancelled) for s in (signal.SIGTERM, signal.SIGINT)}
+        self.words.unlink(missing_ok=True)
         try:
             self._send()
             limit, deadline = time_limit(self.argv), None
@@ -140,8 +143,6 @@ class Job:
                 if message["event"] == "started":  # the limit runs from here, as the command's
                     self.worker_pid = message["pid"]
                     deadline = None if limit is None else time.monotonic() + limit + grace(limit)
-                elif message["event"] == "failed_record":
-                    self.failed_record, self.out = message["record"], message["out"]
                 elif message["event"] == "done":
                     if message.get("retired"):
                         note(f"worker {self.worker_pid} ends after this job: {message['retired']}")
@@ -149,11 +150,13 @@ class Job:
         except (WorkerGoneError, ConnectionError):
             return None if self.worker_pid is None else self._died()
         finally:
+            self.words.unlink(missing_ok=True)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 
     def _send(self) -> None:
-        request = {"argv": self.argv, "cwd": os.getcwd(), "env": dict(os.environ), "client": os.getpid()}
+        environ = dict(os.environ) | {last_words.VARIABLE: str(self.words)}
+        request = {"argv": self.argv, "cwd": os.getcwd(), "env": environ, "client": os.getpid()}
         sys.stdout.flush()
         sys.stderr.flush()
         socket.send_fds(self.sock, [b"F"], [1, 2])
@@ -197,18 +200,9 @@ class Job:
     def _died(self, reason: str | None = None) -> int:
         status = self._exit_status()
         if reason is None:
-            reason = death_reason(self.worker_pid, status)
-        written = self.out is not None and _written_since(self.out, self.started)
-        if status is not None and status.get("returncode") == 0 and (written or self.failed_record is None):
-            return 0  # the command ended the process itself after writing (its own time limit)
-        note(reason)
-        if self.failed_record is None:
-            return 1
-        from kernels.io.records import write_record
-
-        write_record(self.failed_record | {"reason": reason, "finished_at": _now()}, self.out)
-        print(f"{self.argv[0]}: failed ({reason}) -> {self.out}", flush=True)
-        return 0
+            reason = death_reason(f"the worker process (pid {self.worker_pid})", status)
+        ended_itself = status is not None and status.get("returncode") == 0
+        return outcome(self.argv, self.words, self.started, ended_itself, reason)
 
     def _overdue(self, limit: float) -> int:
         if self.worker_pid:
@@ -220,24 +214,41 @@ class Job:
         )
 
 
-def death_reason(pid: int | None, status: dict | None) -> str:
-    who = f"the worker process (pid {pid})"
+def outcome(argv: list[str], words_path: Path, started: float, ended_itself: bool, reason: str) -> int:
+    """The job's exit status once the process running its command ended without saying it was
+    done: 0 when the command ended the process itself after writing its output (its own time
+    limit); else its last words written with ``reason`` (status 0: the output says what
+    happened, the run goes on), or status 1 for a command that left none."""
+    words = last_words.heard(words_path)
+    written = words is not None and written_since(words["out"], started)
+    if ended_itself and (written or words is None):
+        return 0
+    return last_said(argv, words_path, reason)
+
+
+def last_said(argv: list[str], words_path: Path, reason: str) -> int:
+    """The command's last words written with ``reason`` (status 0: its output says what
+    happened); status 1 for a command that left none."""
+    note(reason)
+    words = last_words.heard(words_path)
+    if words is None:
+        return 1
+    out = last_words.say(words, reason)
+    print(f"{argv[0]}: failed ({reason}) -> {out}", flush=True)
+    return 0
+
+
+def death_reason(who: str, status: dict | None) -> str:
     if status is None:
         return f"{who} hung up during this job and its exit status could not be read"
     if status.get("signal"):
         name = status["signal"]
         return f"{who} died during this job of {name} ({SIGNALS.get(name, 'a signal')})"
-    return f"{who} exited with status {status['returncode']} during this job"
+    return f"{who} exited with status {status['returncode']} during this job, before writing its output"
 
 
-def _written_since(path: str, started: float) -> bool:
+def written_since(path: str, started: float) -> bool:
     try:
         return Path(path).stat().st_mtime >= started - 1.0
     except OSError:
         return False
-
-
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")

@@ -13,7 +13,6 @@ broke the GPU context, the worker ends; so it does when its keeper is gone.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import socket
@@ -22,6 +21,7 @@ import threading
 import time
 import traceback
 
+from kernels.io import last_words
 from kernels.warm.lanes import Lane, lane_from_json
 
 PARENT_POLL_S = 0.5
@@ -104,25 +104,6 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 def send(conn: socket.socket, **message) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
-
-
-def failed_record(argv: list[str]) -> tuple[dict, str] | None:
-    """A measure job's record as it reads if the point never finishes (status failed; the
-    client adds the reason), and its path; None for other commands or bad arguments."""
-    if argv[0] != "measure":
-        return None
-    from kernels.cli import build_parser, resolve_device
-    from kernels.measure.run import base_record
-    from kernels.planning.point import Point
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):  # the command itself will say why
-            args = build_parser().parse_args(argv)
-            point = Point.from_cli(args)
-            record = base_record(point, resolve_device(args.device), args.seed)
-    except (SystemExit, Exception):  # noqa: BLE001
-        return None
-    return record | {"status": "failed"}, args.out
 
 
 def run_command(argv: list[str]) -> int:
@@ -212,16 +193,13 @@ class Worker:
         held = isolation.allocated_bytes()
         provenance.set_worker(os.getpid(), self.points)
         with isolation.job(self.pristine, request, fds):
-            planned = failed_record(argv)
-            if planned:
-                send(conn, event="failed_record", record=planned[0], out=planned[1])
             usage = JobUsage()
             rc = run_command(argv)
             with contextlib.suppress(OSError, ValueError):  # the job's log (kernels.io.benchmarks)
                 print(usage.line(), file=sys.stderr, flush=True)
             retired, leaked = isolation.retire_reason(self.pristine, held, threads, self.leak_limit)
-            if retired and planned and leaked > self.leak_limit:
-                record_leak(planned, retired)
+            if retired and measures and leaked > self.leak_limit:
+                record_leak(request["env"].get(last_words.VARIABLE), retired)
         provenance.set_worker(None, 0)
         self.points += measures
         self.jobs += 1
@@ -259,13 +237,12 @@ class Worker:
                     os._exit(0)  # at once: the keeper records it, the next job starts a fresh one
 
 
-def record_leak(planned: tuple[dict, str], reason: str) -> None:
-    """The point that leaked is recorded as failed, naming the leak."""
-    from kernels.io.records import write_record
-    from kernels.measure.run import now
-
-    record, out = planned
-    write_record(record | {"reason": f"{reason} (limits.worker_leak_mb)", "finished_at": now()}, out)
+def record_leak(words_path: str | None, reason: str) -> None:
+    """The point that leaked is recorded as failed, naming the leak (from the command's last
+    words: its record as failed)."""
+    words = last_words.heard(words_path) if words_path else None
+    if words is not None:
+        last_words.say(words, f"{reason} (limits.worker_leak_mb)")
 
 
 def main(argv: list[str]) -> int:
