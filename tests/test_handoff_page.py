@@ -446,8 +446,15 @@ def test_the_cache_answer_reads_the_largest_cache_against_dram():
     slow = CEILINGS | {"levels": [CEILINGS["levels"][0] | {"copy_gbps": 10.1}, CEILINGS["levels"][1]]}
     assert "hardly: the L3 copies at 10.1 GB/s, DRAM at 9 GB/s (only 1.12×)" in answers.cache_answer(v, slow)
     assert "give no copy rate" in answers.cache_answer(v, CEILINGS | {"levels": []})
-    # no expected times (ceilings without operation rates): said, not left blank
+    # no expected times (ceilings without operation rates): said, and which is missing
     assert "no stage has both a measured and an expected time" in answers.accuracy_text(v)
+    said = answers.accuracy_text(v, CEILINGS)
+    assert "results/ceilings.json holds no operation rates (its ops are missing or null" in said
+    only_half = {"products": [{"dtype": "float16", "flops_per_s": 1e9}], "passes": [], "fixed_us": {}}
+    said = answers.accuracy_text(v, CEILINGS | {"ops": only_half})
+    assert "times no product of the stages' shapes in float32 (only in float16)" in said
+    untimed = view(stage_times().iloc[:0], predicted=predictions(stage_times()))
+    assert answers.accuracy_text(untimed, CEILINGS).endswith(f"here: {untimed.why_untimed}.")
     assert answers.accuracy_figure(v) is None and answers.stage_answers(v, CEILINGS) == ""
 
 

@@ -224,7 +224,17 @@ def test_the_predict_command_names_this_machine(tmp_path, capsys):
     assert scale["predicted_cold_ms"] == pytest.approx(32 * MIB / 10e9 * 1e3)
     assert (scale["bound_warm_low"], scale["bound_cold"]) == ("L3", "DRAM")
     assert main([*args, "--stages", "--ceilings", str(path)]) == 0
-    assert "this machine" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "this machine" in said.out
+    # these ceilings time no product of the stages' shapes: the square product's rate stands
+    # in for them, and the command says so (it once changed a stage's time without a word)
+    assert "note: this machine: the ceilings time no float32 product of the stages' shapes" in said.err
+    assert "they hold no operation rates (ops)" in said.err and "an assumption" in said.err
+    timed = {"products": [{"dtype": "float32", "head_dim": 64, "shape": s, "tokens": 2048, "flops_per_s": 1e11}
+                          for s in ("qk", "pv")], "passes": [], "fixed_us": {}}  # fmt: skip
+    machine = from_ceilings(CEILINGS | {"ops": timed})
+    assert machine.product_assumption("float32") is None
+    assert "they time the stages' products in float32 only" in machine.product_assumption("float16")
     path.write_text(json.dumps(CEILINGS | {"exp_per_s": None}))
     with pytest.raises(SystemExit, match="exp_per_s is null"):
         main([*args, "--stages", "--ceilings", str(path)])

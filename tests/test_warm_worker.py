@@ -213,7 +213,9 @@ BREAKERS = [
     ("warm_patches", 120, "replaced torch functions (torch.softmax by warm_faults)"),
     ("warm_threads", 120, "thread(s) running"),
 ]
-FAILS = ("warm_segfault", "warm_killed", "warm_sleeps", "warm_holds_the_lock", "warm_leaks")
+# (a point that leaves a thread running is failed by the point's own guard too:
+# kernels.measure.process_guard)
+FAILS = ("warm_segfault", "warm_killed", "warm_sleeps", "warm_holds_the_lock", "warm_leaks", "warm_threads")
 QUICK = ["sdpa", "16"]  # a neighbour without stages: the chain below measures it eight times
 
 
@@ -362,17 +364,20 @@ def run_folders(workdir: Path) -> list[Path]:
 ENDINGS = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "kill -9": signal.SIGKILL}
 
 
-@pytest.mark.parametrize("ending", ["error", *ENDINGS])  # a run that ends well: test_workflow
+@pytest.mark.parametrize("ending", ["segfault", *ENDINGS])  # a run that ends well: test_workflow
 def test_no_worker_outlives_its_run(tmp_path, plugin_env, ending):
-    """A run whose job fails (a validation that segfaults), one stopped with Ctrl-C or
-    SIGTERM and one killed with -9 while a worker is inside a validation that hangs: no
-    keeper and no worker of it is left a few seconds later (of a run that ended well:
-    test_workflow, on the shared study). Ctrl-C and SIGTERM end the run within seconds, and
-    the hanging job leaves no file under its final name."""
-    if ending == "error":
+    """A run whose validation segfaults its worker (its verdicts then say so, every case an
+    error, and the run goes on), one stopped with Ctrl-C or SIGTERM and one killed with -9
+    while a worker is inside a validation that hangs: no keeper and no worker of it is left a
+    few seconds later (of a run that ended well: test_workflow, on the shared study). Ctrl-C
+    and SIGTERM end the run within seconds, and the hanging job leaves no file under its
+    final name."""
+    if ending == "segfault":
         target = "results/validate/warm_segfault_float16_na.json"
         done = snakemake(tmp_path, target, *small_study(tmp_path, "warm_segfault"), environment=plugin_env)
-        assert done.returncode != 0, done.stderr[-3000:]
+        assert done.returncode == 0, done.stderr[-3000:]
+        verdicts = json.loads((tmp_path / target).read_text())
+        assert all(v["verdict"] == "error" and "SIGSEGV" in v["message"] for v in verdicts), verdicts[:2]
     else:
         target = "results/validate/warm_sleeps_float16_na.json"  # its validation sleeps
         entered = tmp_path / "entered"  # written by the plugin as its call starts to sleep

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from kernels import catalog
 from kernels.cli.arguments import read_ceilings
@@ -90,6 +91,8 @@ def run_predict(args: argparse.Namespace) -> int:
                 raise SystemExit(f"predict: --ceilings {args.ceilings}: {err}") from None
         rows = [row for p in points for target in targets for row in stage_predictions.stage_rows(p, target)]
         print(json.dumps(rows, indent=1) if args.json else stage_predictions.format_rows(rows))
+        for note in filter(None, (target.product_assumption(args.dtype) for target in targets)):
+            print(f"note: {note}", file=sys.stderr)
         return 0
     rows = [predict.summary_row(p, GPUS[name]) for p in points for name in args.gpu]
     print(json.dumps(rows, indent=1) if args.json else predict.format_rows(rows))

@@ -297,6 +297,7 @@ def unavailable(device: str, reason: str) -> dict:
         "call_us": None,
         "measured_at": None,
         "reason": reason,
+        "ops": None,
     }
 
 

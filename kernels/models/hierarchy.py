@@ -53,6 +53,8 @@ class Machine:
     # the operations' measured rates (kernels.models.expected), where the ceilings hold them:
     # the expected time beside this floor
     ops: expected.Ops | None = None
+    # by dtype: why its product rate is an assumption (None where it was measured)
+    product_assumption: Callable[[str], str | None] = lambda dtype: None
 
     @property
     def largest_cache_bytes(self) -> int | None:
@@ -119,6 +121,23 @@ def from_ceilings(ceilings: dict, name: str = "this machine") -> Machine:
     square = _rate(ceilings, "matmul_tflops") * TERA
     ops = expected.read(ceilings)
     fastest = expected.fastest_products(ops) if ops else {}
+    square_dtype = ceilings.get("matmul_dtype") or "float32"
+
+    def product_assumption(dtype: str) -> str | None:
+        if dtype in fastest:
+            return None
+        held = (
+            f"they time the stages' products in {', '.join(fastest)} only"
+            if fastest
+            else "they hold no operation rates (ops), so no product of the stages' shapes was timed"
+        )
+        return (
+            f"{name}: the ceilings time no {dtype} product of the stages' shapes ({held}): its "
+            f"{dtype} products are given the square {square_dtype} product's rate "
+            f"({square / TERA:.3g} TFLOP/s), an assumption (the workflow's ceilings job, or "
+            f"python -m kernels ceilings --products {dtype}:D:SHORTEST:LONGEST, times them)"
+        )
+
     return Machine(
         name=name,
         levels=_cache_levels(ceilings),
@@ -127,6 +146,7 @@ def from_ceilings(ceilings: dict, name: str = "this machine") -> Machine:
         exp_per_s=_rate(ceilings, "exp_per_s", "exp_reason"),
         in_place_rates=_in_place_rates(ceilings),
         ops=ops,
+        product_assumption=product_assumption,
         source=(
             f"measured by python -m kernels ceilings on {device} ({ceilings.get('threads')} threads, "
             f"{ceilings.get('matmul_dtype') or 'float32'} square products"

@@ -142,6 +142,13 @@ def prediction_rows(sweep: dict | list[dict], targets: Iterable[Machine]) -> lis
     return [row for point in staged for machine in targets for row in stage_rows(point, machine)]
 
 
+def assumptions(sweep: dict | list[dict], ceilings: dict | None) -> list[str]:
+    """Where this machine's prediction for the sweep's staged dtypes rests on an assumed
+    product rate (kernels.models.hierarchy.Machine.product_assumption): one line each."""
+    dtypes = dict.fromkeys(p.dtype for p in sweep_points(sweep) if stage_names(p) and not p.backward)
+    return [note for m in machines(ceilings)[0] for d in dtypes if (note := m.product_assumption(d))]
+
+
 def write(sweep: dict | list[dict], ceilings: dict | None, out: str | os.PathLike) -> tuple[int, str | None]:
     """The table, atomically; the number of rows and why this machine has none (or None)."""
     targets, left_out = machines(ceilings)

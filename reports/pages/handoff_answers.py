@@ -179,14 +179,37 @@ def _ratios(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(both, ignore_index=True)
 
 
-def accuracy_text(v: View) -> str:
+def why_unchecked(v: View, ceilings: dict | None = None) -> str:
+    """Why no timed stage has an expected time beside it: which of the things it needs is
+    missing (a timed stage, this machine's prediction, the ceilings' operation rates)."""
+    if v.timed.empty:
+        return v.why_untimed or "no stage was timed"
+    if v.why_unpredicted:
+        return f"this machine has no prediction: {v.why_unpredicted}"
+    if ceilings is not None and not _ops(ceilings):
+        return (
+            "results/ceilings.json holds no operation rates (its ops are missing or null: measured "
+            "without the sweep's products), and the expected times are made of them"
+        )
+    timed = sorted(set(v.timed["dtype"]))
+    products = {p["dtype"] for p in _ops(ceilings or {}).get("products") or [] if p.get("flops_per_s")}
+    if ceilings is not None and not products & set(timed):
+        return (
+            f"results/ceilings.json times no product of the stages' shapes in {' or '.join(timed)} "
+            f"(only in {', '.join(sorted(products)) or 'none'}), and the expected times are made of them"
+        )
+    return "no timed stage is one this machine's prediction gives an expected time"
+
+
+def accuracy_text(v: View, ceilings: dict | None = None) -> str:
     """How many measured stage times came within ±BAND of expected where the data dominates,
-    and within LOOSE× below that; the worst of each."""
+    and within LOOSE× below that; the worst of each. ``ceilings``: to say which input is
+    missing where there is none."""
     rows = checked(v)
     if rows.empty:
         return (
             "**Expected against measured:** no stage has both a measured and an expected time "
-            "here (the ceilings hold no operation rates, or no torch_naive stage was timed)."
+            f"here: {why_unchecked(v, ceilings)}."
         )
     found = _ratios(rows)
     big, small = found[found["data_dominates"]], found[~found["data_dominates"]]

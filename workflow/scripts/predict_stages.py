@@ -11,3 +11,5 @@ with logged_to(smk.log[0]):
     print(f"{rows} stage predictions")
     if left_out:
         print(f"this machine left out: {left_out}")
+    for note in stage_predictions.assumptions(smk.params.sweep, ceilings):
+        print(f"note: {note}")
