@@ -230,8 +230,8 @@ def test_the_predict_command_names_this_machine(tmp_path, capsys):
     # in for them, and the command says so (it once changed a stage's time without a word)
     assert "note: this machine: the ceilings time no float32 product of the stages' shapes" in said.err
     assert "they hold no operation rates (ops)" in said.err and "an assumption" in said.err
-    timed = {"products": [{"dtype": "float32", "head_dim": 64, "shape": s, "tokens": 2048, "flops_per_s": 1e11}
-                          for s in ("qk", "pv")], "passes": [], "fixed_us": {}}  # fmt: skip
+    product = {"dtype": "float32", "head_dim": 64, "tokens": 2048, "flops_per_s": 1e11}
+    timed = {"products": [product | {"shape": s} for s in ("qk", "pv")], "passes": [], "fixed_us": {}}
     machine = from_ceilings(CEILINGS | {"ops": timed})
     assert machine.product_assumption("float32") is None
     assert "they time the stages' products in float32 only" in machine.product_assumption("float16")
