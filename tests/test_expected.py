@@ -92,6 +92,39 @@ def test_a_product_stage_is_its_fixed_cost_and_its_flops_at_the_dtypes_rate_alon
     assert expected.product_rate(ops, "bfloat16", 64, "qk", 1024) is None
 
 
+def test_a_cold_product_pays_its_flushed_extra_for_the_share_the_cache_held_warm():
+    ops_dict = ops_file(cache=32 * MIB)
+    inside = next(
+        p for p in ops_dict["products"] if (p["dtype"], p["shape"], p["place"]) == ("float32", "pv", "inside")
+    )
+    slower = rng.uniform(1.2, 2.0)  # the flushed call: this much slower than the warm one
+    flushed = inside | {
+        "place": "flushed",
+        "flops_per_s": inside["flops_per_s"] / slower,
+        "matrix_bytes": 4 * MIB,
+    }
+    ops = expected.read({"ops": ops_dict | {"products": [*ops_dict["products"], flushed]}})
+    flops = 2 * 1024**2 * 64
+    per_byte = (flops / flushed["flops_per_s"] - flops / inside["flops_per_s"]) / (4 * MIB)
+    assert ops.cold_extra == {("float32", 64, "pv"): pytest.approx(per_byte)}
+    for tokens, share in (
+        (1024, 1.0),
+        (2048 + 512, expected.cache_share((2048 + 512) ** 2 * 4, 32 * MIB)),
+        (4096, 0.0),
+    ):
+        point = Point("torch_naive", 1, 1, tokens, 64, "float32", False)
+        pv = next(s for s in stage_costs(point) if s.stage == "pv")
+        warm = expected.stage_expected(pv, point, ops)
+        cold = expected.stage_expected(pv, point, ops, cold=True)
+        assert cold["time_s"] - warm["time_s"] == pytest.approx(per_byte * pv.handoff_bytes * share)
+        # Q·Kᵀ had no flushed product timed here: cold as warm
+        scores = stage_costs(point)[0]
+        assert expected.stage_expected(scores, point, ops, cold=True) == expected.stage_expected(
+            scores, point, ops
+        )
+    assert 0 < expected.cache_share((2048 + 512) ** 2 * 4, 32 * MIB) < 1
+
+
 def test_a_pass_stage_runs_inside_the_cache_warm_from_dram_cold_and_past_it_at_the_past_rate():
     ops_dict = ops_file(cache=32 * MIB)
     ops = expected.read({"ops": ops_dict})
@@ -307,8 +340,10 @@ def test_the_ceilings_command_times_the_sweeps_operations(handoff_shapes):
     # the shortest length, and inside and past clamped to the sweep's longest
     for dtype in ("float32", "float16"):
         places = {(p["place"], p["tokens"]) for p in ops["products"] if p["dtype"] == dtype}
-        assert places == {("short", 64), ("inside", 256)}, dtype
-    assert all(p["flops_per_s"] > 0 and p["method"] for p in ops["products"])
+        assert places == {("short", 64), ("inside", 256), ("flushed", 256)}, dtype
+    # (a flushed call on a 1 MiB machine can take less than a product's fixed cost: no rate then)
+    assert all(p["flops_per_s"] > 0 for p in ops["products"] if p["place"] != "flushed")
+    assert all(p["method"] for p in ops["products"])
     # one-row products where the sweep decodes (float32, d 128), K or V inside the cache and past it
     assert {(p["dtype"], p["head_dim"], p["shape"], p["place"]) for p in ops["rows"]} == {
         ("float32", 128, s, place) for s in ("qk", "pv") for place in ("flushed", "past")

@@ -80,6 +80,7 @@ def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
 NESTED = ("ncu_kernels", "launch_candidates")
 
 
+REFERENCE_RATES = ("copy_gbps", "product_gflops")  # of a record's reference pass
 REST = "rest"  # the timed-stage row for what the whole call spends beyond its stages
 REST_DOES = "the call beyond its stages: its own fresh T×T allocations (and their page faults)"
 
@@ -98,6 +99,8 @@ def timed_stage_rows(record: dict) -> list[dict]:
         "call_time_ms": record["time_ms"],
         # quiet or busy while timed (kernels.measure.contention): the pages mark busy points
         "contention_verdict": (record.get("contention") or {}).get("verdict"),
+        # the reference pass timed beside the stages (kernels.measure.reference_pass)
+        **{f"reference_{k}": (record.get("reference") or {}).get(k) for k in REFERENCE_RATES},
     }
     rows = [key | {"order": i} | stage for i, stage in enumerate(stages)]
     if record["time_ms"] is not None:
@@ -133,6 +136,7 @@ def empty_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     stage = list(schema["$defs"]["stage"]["properties"])
     stages = pd.DataFrame(columns=[*POINT_KEY, "status", *stage])
     timed_key = ["status", "bytes_S", "bytes_P", "last_cache_bytes", "call_time_ms", "contention_verdict"]
+    timed_key += [f"reference_{k}" for k in REFERENCE_RATES]
     timed_stage = list(schema["$defs"]["timed_stage"]["properties"])
     timed = stage_rates(pd.DataFrame(columns=[*POINT_KEY, *timed_key, "order", *timed_stage]))
     return metrics, stages, timed

@@ -46,6 +46,7 @@ import torch
 
 from kernels.measure import caches as cache_levels
 from kernels.measure.provenance import device_name
+from kernels.measure.reference_pass import reference_pass
 from kernels.measure.timing import time_cpu, time_cuda
 from kernels.measure.warm_rate import warm_times
 
@@ -232,6 +233,7 @@ def measure(device: str, found_caches: dict | None = None, products: list[dict] 
     (kernels.planning.sweep.product_shapes), for the operations' rates (``ops``,
     kernels.measure.op_rates), which the expected times and the time gate use."""
     started = _now()
+    reference = reference_pass(device)  # each staged point times it again: the drift
     threads = torch.get_num_threads()
     found_caches = cache_levels.caches(device, threads=threads) if found_caches is None else found_caches
     planned = level_footprints(device, found_caches, threads)
@@ -256,6 +258,9 @@ def measure(device: str, found_caches: dict | None = None, products: list[dict] 
         "measured_at": started,
         "reason": None if levels[-1]["copy_gbps"] else f"DRAM: {levels[-1].get('reason')}",
         "ops": operation_rates(device, threads, planned, products),
+        "reference": reference,
+        # the same pass once more at the end: how far it moves on its own within one job
+        "reference_end": reference_pass(device),
     } | ({"exp_reason": exp_reason} if exp_reason else {})
 
 
@@ -298,6 +303,8 @@ def unavailable(device: str, reason: str) -> dict:
         "measured_at": None,
         "reason": reason,
         "ops": None,
+        "reference": None,
+        "reference_end": None,
     }
 
 

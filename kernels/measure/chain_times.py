@@ -8,6 +8,7 @@ import torch
 
 from kernels.measure import stages
 from kernels.measure.caches import last_level_bytes
+from kernels.measure.reference_pass import reference_pass
 from kernels.models.stages import stage_costs
 from kernels.planning.point import Point
 
@@ -25,6 +26,8 @@ def timed_chain(point: Point, chain: list, device: str) -> dict:
         )
     return {
         "last_cache_bytes": last,
+        # the machine's speed beside this point, against the ceilings' (the drift)
+        "reference": reference_pass(device),
         "stage_times": [
             t
             | {

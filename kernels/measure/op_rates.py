@@ -7,7 +7,8 @@ expected time of a stage (kernels.models.expected); part of the ceilings (``ops`
   largest cache the job's threads meet (``inside``) and one whose T×T tensor is four times
   that cache (``past``), each clamped to the lengths the sweep runs (a product is not timed at
   a length no point needs), and the sweep's shortest length (``short``). FLOP/s over the time
-  the data takes (the fixed cost of a call taken out, as for the copies).
+  the data takes (the fixed cost of a call taken out, as for the copies). The inside length
+  is also timed with the caches emptied before each call (``flushed``): a cold stage's.
 - ``rows``: the same two products with one query row per head (decode: 1×d by a transposed
   d×T view, and a 1×T row of P by T×d), ROW_HEADS heads, for each dtype and head dimension
   whose points give a K/V head fewer rows than keys (product_shapes' ``rows``): a product
@@ -55,6 +56,10 @@ PROBE_TOKENS = 512  # a product timed once first, for the rate the first length 
 PASS_INSIDE_SHARE = 0.5  # of the largest cache, a pass's tensors together
 HANDED_OPS = ("scale",)  # the passes a product hands its output to in torch_naive's chain
 OP_KIND = {"scale": "elementwise", "mask": "masked_fill", "softmax": "softmax", "cast": "elementwise"}
+FLUSHED_PRODUCT_METHOD = (
+    "torch.matmul as for the inside place, timed one call at a time with the caches emptied "
+    "before each (a buffer twice the largest cache written), less the product's fixed cost"
+)
 PRODUCT_METHOD = (
     "torch.matmul into a tensor allocated once, the stages' layout; calls repeated on the same "
     "data in blocks of about a millisecond, each followed by a 1×1 product (the fixed cost), "
@@ -198,12 +203,19 @@ def row_rates(
     return found
 
 
-def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> list[dict]:
+def product_rates(
+    device: str,
+    wanted: list[dict],
+    cache_bytes: int | None,
+    flush: torch.Tensor | None = None,
+    fixed_us: dict[str, float] | None = None,
+) -> list[dict]:
     """One entry per dtype, head dimension, shape and place: ``wanted`` lists the sweep's
     (dtype, head_dim, shortest, longest) as dicts. Lengths in increasing order; one whose call
     the rate found so far says would take over PRODUCT_CALL_MAX_S is timed at the longest
     length that does not (``capped`` says so), so that a slow dtype cannot use up the
-    ceilings' time limit."""
+    ceilings' time limit. With ``flush`` (and the fixed costs), the ``inside`` length is also
+    timed ``flushed``: the caches emptied before each call, as the cold stages meet it."""
     found = []
     for want in wanted:
         dtype = dtype_of(want["dtype"])
@@ -235,7 +247,26 @@ def product_rates(device: str, wanted: list[dict], cache_bytes: int | None) -> l
                         else {}
                     )
                 )
+                if place == "inside" and flush is not None and fixed_us is not None:
+                    found.append(flushed_product(device, found[-1], call, flops, flush, fixed_us["product"]))
     return found
+
+
+def flushed_product(
+    device: str, inside: dict, call: Callable, flops: int, flush: torch.Tensor, fixed_us: float
+) -> dict:
+    """The ``inside`` product timed one call at a time with the caches emptied before each:
+    what a cold stage pays to bring its operands from DRAM (a T×T operand read, P·V's P, costs
+    more than a T×T output written, Q·Kᵀ's S)."""
+    whole, before = single_seconds(device, call, lambda: empty_caches(flush))
+    data = whole - fixed_us / 1e6
+    return inside | {
+        "place": "flushed",
+        "time_us": whole * 1e6,
+        "flops_per_s": flops / data if data > 0 else None,
+        "before_us": before * 1e6,
+        "method": FLUSHED_PRODUCT_METHOD,
+    }
 
 
 def probe_rate(shape: str, head_dim: int, dtype: torch.dtype, device: str) -> float | None:
@@ -404,7 +435,7 @@ def measure(device: str, threads: int, wanted: list[dict], cache_bytes: int | No
     return {
         "threads": threads,
         "cache_bytes": cache_bytes,
-        "products": product_rates(device, wanted, cache_bytes),
+        "products": product_rates(device, wanted, cache_bytes, flush, fixed_us),
         # without a known cache only past it: the flushed place is half a cache
         "rows": row_rates(
             device,

@@ -19,7 +19,12 @@ its data takes:
   pass, so warm or cold they come from DRAM: the share of them half the largest cache would
   hold at the rate into a cache with room (``flushed``), the rest at the streaming rate past
   it. For one row that is the product's own measured rate; for a few, a floor (a product
-  with more rows does more per byte read);
+  with more rows does more per byte read). Cold, a square product also pays what the same
+  product paid per byte of its T×T tensor when the ceilings timed it with the caches emptied
+  before each call (``flushed``), beyond its warm time, for the share of that tensor the
+  cache would have held warm: P·V reads P from DRAM then (Q·Kᵀ writes S, which costs the same
+  cold or warm on the machines we ran), a cost that at a small head dimension, few FLOPs per
+  byte, is a large part of the stage;
 - scale, mask, softmax (and softmax's cast into a 2-byte P): the share of their bytes (or
   elements) a cache serves at the operation's rate measured inside the largest cache, the
   rest at its rate past it (DRAM). The two parts add: each byte is served by one place.
@@ -73,6 +78,9 @@ class Ops:
     bytes per second, passes by (dtype, op, place) and fixed costs in seconds."""
 
     products: dict[tuple[str, int, str], list[tuple[int, float]]]
+    # seconds a product pays per byte of its T×T tensor beyond its warm time when the caches
+    # were emptied before it (the flushed place), by (dtype, head_dim, shape)
+    cold_extra: dict[tuple[str, int, str], float]
     rows: dict[tuple[str, int, str, str], float]
     passes: dict[tuple[str, str, str], float]
     fixed_s: dict[str, float]
@@ -86,8 +94,9 @@ def read(ceilings: dict | None) -> Ops | None:
     if not ops:
         return None
     products: dict[tuple[str, int, str], list[tuple[int, float]]] = {}
-    for p in ops.get("products") or []:
-        if p.get("flops_per_s"):
+    timed = [p for p in ops.get("products") or [] if p.get("flops_per_s")]
+    for p in timed:
+        if p.get("place") != "flushed":
             products.setdefault((p["dtype"], p["head_dim"], p["shape"]), []).append(
                 (p["tokens"], p["flops_per_s"])
             )
@@ -101,11 +110,28 @@ def read(ceilings: dict | None) -> Ops | None:
     }
     return Ops(
         products={key: sorted(found) for key, found in products.items()},
+        cold_extra=cold_extras(timed),
         rows=rows,
         passes=passes,
         fixed_s={kind: us * US for kind, us in (ops.get("fixed_us") or {}).items()},
         cache_bytes=ops.get("cache_bytes"),
     )
+
+
+def cold_extras(products: list[dict]) -> dict[tuple[str, int, str], float]:
+    """From each flushed product and the warm one at its length: the seconds the flushed call
+    took beyond the warm one, per byte of its T×T tensor (none below zero)."""
+    key = lambda p: (p["dtype"], p["head_dim"], p["shape"], p["tokens"])  # noqa: E731
+    warm = {key(p): p for p in products if p.get("place") == "inside"}
+    found = {}
+    for p in products:
+        inside = warm.get(key(p))
+        if p.get("place") != "flushed" or inside is None:
+            continue
+        flops = 2 * p["tokens"] ** 2 * p["head_dim"]
+        extra = flops / p["flops_per_s"] - flops / inside["flops_per_s"]
+        found[(p["dtype"], p["head_dim"], p["shape"])] = max(0.0, extra) / p["matrix_bytes"]
+    return found
 
 
 def fastest_products(ops: Ops) -> dict[str, float]:
@@ -180,6 +206,8 @@ def stage_expected(stage: StageCost, point: Point, ops: Ops, *, cold: bool = Fal
         return None
     if stage.stage in PRODUCT_SHAPE:
         data = product_data_seconds(stage, point, ops)
+        if data is not None and cold:
+            data += cold_product_seconds(stage, point, ops)
     else:
         data = pass_data_seconds(stage, point, ops, cache_share(stage.footprint_bytes, ops.cache_bytes), cold)
     if data is None:
@@ -200,6 +228,20 @@ def product_data_seconds(stage: StageCost, point: Point, ops: Ops) -> float | No
         return computed  # as many rows as the square products timed, or more
     streamed = row_seconds(ops, point, shape, stage.bytes)
     return None if streamed is None else max(computed, streamed)
+
+
+def cold_product_seconds(stage: StageCost, point: Point, ops: Ops) -> float:
+    """What a product pays cold beyond its warm time: the flushed product's extra per byte of
+    its T×T tensor (the nearest head dimension timed), for the share of that tensor the
+    cache would have held warm (past the cache, the warm rate already reads it from DRAM);
+    0 where the ceilings timed no flushed product (an older file)."""
+    shape = PRODUCT_SHAPE[stage.stage]
+    dims = [d for (t, d, s) in ops.cold_extra if t == point.dtype and s == shape]
+    if not dims:
+        return 0.0
+    nearest = min(dims, key=lambda d: (abs(math.log(d / point.head_dim)), d))
+    share = cache_share(stage.footprint_bytes, ops.cache_bytes)
+    return ops.cold_extra[(point.dtype, nearest, shape)] * stage.handoff_bytes * share
 
 
 def row_seconds(ops: Ops, point: Point, shape: str, amount: float) -> float | None:

@@ -24,12 +24,14 @@ LOOSE = 2.0  # below that, within this factor
 HARDLY = 1.25  # a cache copying less than this many times DRAM's rate hardly serves anything
 EXPECTED = ["expected_warm_ms", "expected_cold_ms", "expected_fixed_ms"]
 SHAPE_OF_STAGE = {"scores": "qk", "pv": "pv"}
+DRIFT_COLUMNS = ["warm_drift", "warm_ratio_over_drift", "cold_drift", "cold_ratio_over_drift"]
 
 
-def checked(v: View) -> pd.DataFrame:
+def checked(v: View, ceilings: dict | None = None) -> pd.DataFrame:
     """Every timed stage with its expected times on this machine (a PyTorch path's: the only
     ones the prediction gives them; all cases: each dtype, causal or not), and measured over
-    expected warm and cold; empty without them."""
+    expected warm and cold; empty without them. With ``ceilings`` holding a reference pass
+    and the records theirs: the machine's drift beside each stage (drift)."""
     mine = v.predictions[v.predictions["target"] == THIS_MACHINE]
     if mine.empty or "expected_warm_ms" not in mine or v.timed.empty:
         return pd.DataFrame()
@@ -40,7 +42,27 @@ def checked(v: View) -> pd.DataFrame:
         warm_ratio=rows["time_ms"] / rows["expected_warm_ms"],
         cold_ratio=rows["cold_time_ms"] / rows["expected_cold_ms"],
         data_dominates=rows["time_ms"] > FIXED_TIMES * rows["expected_fixed_ms"],
+        **drift_of(rows, (ceilings or {}).get("reference")),
     ).reset_index(drop=True)
+
+
+def drift_of(rows: pd.DataFrame, then: dict | None) -> dict[str, pd.Series]:
+    """How much more slowly the machine ran the reference pass beside each stage than when the
+    ceilings were measured (kernels.measure.reference_pass), warm and cold: the product's for
+    a stage with products and for a pass whose data the caches hold (the cores' speed), the
+    copy past the caches' for a pass from DRAM (cold, or warm past the largest cache); NaN
+    where either side has none."""
+    nan = pd.Series(np.nan, index=rows.index)
+    if not then or "reference_copy_gbps" not in rows:
+        return {"warm_drift": nan, "cold_drift": nan}
+    copy = then["copy_gbps"] / pd.to_numeric(rows["reference_copy_gbps"], errors="coerce")
+    product = then["product_gflops"] / pd.to_numeric(rows["reference_product_gflops"], errors="coerce")
+    products = rows["flops"].fillna(0) > 0
+    past = (rows["footprint_bytes"] > rows["last_cache_bytes"]).fillna(True).astype(bool)
+    return {
+        "warm_drift": product.where(products | ~past, copy),
+        "cold_drift": product.where(products, copy),
+    }
 
 
 def _ops(ceilings: dict) -> dict:
@@ -168,15 +190,40 @@ def cache_answer(v: View, ceilings: dict) -> str:
 
 
 def _ratios(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per measurement (warm and cold of each stage timed): its ratio and whether its
-    data dominates."""
+    """One row per measurement (warm and cold of each stage timed): its ratio, the same over
+    the machine's drift, and whether its data dominates."""
     both = [
-        rows.assign(kind=kind, ratio=rows[f"{kind}_ratio"])[
-            ["stage", "tokens", "dtype", "causal", "kind", "ratio", "data_dominates"]
-        ]
+        rows.assign(
+            kind=kind, ratio=rows[f"{kind}_ratio"], drift=rows[f"{kind}_drift"],
+            undrifted=rows[f"{kind}_ratio"] / rows[f"{kind}_drift"],
+        )[["stage", "tokens", "dtype", "causal", "kind", "ratio", "drift", "undrifted", "data_dominates"]]
         for kind in ("warm", "cold")
-    ]
+    ]  # fmt: skip
     return pd.concat(both, ignore_index=True)
+
+
+def drift_text(big: pd.DataFrame, ceilings: dict | None) -> str | None:
+    """What the machine's drift explains: its range over the points, the count within the band
+    once it is taken out, and how far the reference pass moved on its own within the ceilings
+    job (its noise); None where no record timed the reference pass."""
+    drift, undrifted = big["drift"].dropna(), big["undrifted"].dropna()
+    if drift.empty or undrifted.empty:
+        return None
+    held = int(((undrifted - 1).abs() <= BAND).sum())
+    text = (
+        f"the machine ran the reference pass timed beside each point from {number(drift.min())}× to "
+        f"{number(drift.max())}× as slowly as when the ceilings were measured; with that drift taken "
+        f"out, {held} of {len(undrifted)} are within ±{int(BAND * 100)}%"
+    )
+    start, end = (ceilings or {}).get("reference"), (ceilings or {}).get("reference_end")
+    if start and end:
+        moved = {k: abs(end[k] / start[k] - 1) * 100 for k in ("copy_gbps", "product_gflops")}
+        text += (
+            f" (within the ceilings job alone the same pass moved {number(moved['copy_gbps'], 2)}% "
+            f"for the copy and {number(moved['product_gflops'], 2)}% for the product: a drift within "
+            "that is the reference's own noise)"
+        )
+    return text
 
 
 def why_unchecked(v: View, ceilings: dict | None = None) -> str:
@@ -204,8 +251,8 @@ def why_unchecked(v: View, ceilings: dict | None = None) -> str:
 def accuracy_text(v: View, ceilings: dict | None = None) -> str:
     """How many measured stage times came within ±BAND of expected where the data dominates,
     and within LOOSE× below that; the worst of each. ``ceilings``: to say which input is
-    missing where there is none."""
-    rows = checked(v)
+    missing where there is none, and the reference pass the drift is measured against."""
+    rows = checked(v, ceilings)
     if rows.empty:
         return (
             "**Expected against measured:** no stage has both a measured and an expected time "
@@ -227,6 +274,9 @@ def accuracy_text(v: View, ceilings: dict | None = None) -> str:
     if len(small):
         held = (np.log(small["ratio"])).abs() <= np.log(LOOSE)
         parts.append(f"{int(held.sum())} of {len(small)} within {number(LOOSE)}× below that")
+    drifted = drift_text(big, ceilings)
+    if drifted:
+        parts.append(drifted)
     return "**Expected against measured:** " + "; ".join(parts) + "."
 
 
@@ -282,11 +332,17 @@ def accuracy_figure(v: View):
     return fig
 
 
-def accuracy_table(v: View) -> pd.DataFrame:
-    """Every stage time beside its expected time: the figure's points."""
-    rows = checked(v)
+def accuracy_table(v: View, ceilings: dict | None = None) -> pd.DataFrame:
+    """Every stage time beside its expected time: the figure's points, with the machine's
+    drift beside each where the reference pass was timed."""
+    rows = checked(v, ceilings)
     if rows.empty:
         return pd.DataFrame()
+    if rows["warm_drift"].notna().any():
+        rows = rows.assign(
+            warm_ratio_over_drift=rows["warm_ratio"] / rows["warm_drift"],
+            cold_ratio_over_drift=rows["cold_ratio"] / rows["cold_drift"],
+        )
     return rows[
         [
             "dtype",
@@ -301,5 +357,6 @@ def accuracy_table(v: View) -> pd.DataFrame:
             "expected_cold_ms",
             "cold_ratio",
             "expected_fixed_ms",
+            *(DRIFT_COLUMNS if "warm_ratio_over_drift" in rows else []),
         ]
     ].sort_values(["dtype", "head_dim", "causal", "stage", "tokens"], ignore_index=True)

@@ -1,0 +1,62 @@
+"""One reference pass: the same two operations timed the same way wherever they run — a copy
+past the caches (256 MiB read and written) and a float32 product of two 1,024 × 1,024
+matrices, each the median of 15 calls. The ceilings time it once; each point whose stages are timed times it
+again beside them. Their ratio is the machine's drift between the two (another tenant, a
+clock that changed): a stage that missed its expected time by as much as the machine drifted
+was not the model's error."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+COPY_BYTES = 256 << 20  # past the last cache of a CPU (a 48 MiB L3) or a GPU (an H200 L2: 60 MiB)
+PRODUCT_SIZE = 1024
+CALLS = 15
+
+
+def _median_seconds(fn, device: str) -> float:
+    def once() -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - started
+
+    once()  # first touch, allocator, kernels chosen
+    return max(statistics.median(once() for _ in range(CALLS)), 1e-9)
+
+
+def reference_pass(device: str) -> dict:
+    """The reference operations' rates now: GB/s of the copy (bytes read and written), GFLOP/s
+    of the product."""
+    src = torch.ones(COPY_BYTES // 8, device=device)  # source and destination: 64 MiB together
+    dst = torch.empty_like(src)
+    copy = _median_seconds(lambda: dst.copy_(src), device)
+    a = torch.randn(PRODUCT_SIZE, PRODUCT_SIZE, device=device)
+    b = torch.randn(PRODUCT_SIZE, PRODUCT_SIZE, device=device)
+    product = _median_seconds(lambda: a @ b, device)
+    return {
+        "copy_gbps": COPY_BYTES / copy / 1e9,
+        "product_gflops": 2 * PRODUCT_SIZE**3 / product / 1e9,
+        "method": (
+            f"median of {CALLS} calls after one: a copy of {COPY_BYTES >> 21} MiB into as much, and a "
+            f"float32 product of two {PRODUCT_SIZE}×{PRODUCT_SIZE} matrices"
+        ),
+    }
+
+
+def drift(now: dict | None, then: dict | None) -> dict[str, float | None]:
+    """How much slower the machine ran the reference now than then (above 1: slower now), for
+    the copy and for the product; None where either is missing."""
+
+    def slower(key: str) -> float | None:
+        if not now or not then or not now.get(key) or not then.get(key):
+            return None
+        return then[key] / now[key]
+
+    return {"copy": slower("copy_gbps"), "product": slower("product_gflops")}
