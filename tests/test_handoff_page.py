@@ -12,6 +12,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 from workflow_run import ROOT, env
@@ -433,6 +434,40 @@ def test_the_answers_say_what_bounds_each_stage_from_the_operation_rates(timed):
     assert len(table) == 16 and table["warm_ratio"].round(6).isin([1.1, 1.6, 0.9, 1.04]).all()
     fig = answers.accuracy_figure(v)
     assert [ax.get_title() for ax in fig.axes] == ["scores", "scale", "softmax", "pv"]
+
+
+def test_the_machines_drift_beside_each_point_is_taken_out_of_the_ratios(timed):
+    """Records that timed the reference pass 1.6 times as slowly as the ceilings (copy) and
+    1.1 times (product): each stage's ratio over its drift, the product's for the products and
+    the passes the cache holds, the copy's from DRAM; the count within the band both ways."""
+    from reports.pages import handoff_answers as answers
+
+    ratios = {"scores": 1.1, "scale": 1.6, "softmax": 0.9, "pv": 1.04}
+    then = {"copy_gbps": 48.0, "product_gflops": 187.0, "method": "m"}
+    drifted = timed.assign(
+        reference_copy_gbps=30.0, reference_product_gflops=170.0, footprint_bytes=timed["bytes_S"]
+    )
+    ceilings = CEILINGS | {"ops": OPS, "reference": then, "reference_end": then | {"copy_gbps": 46.0}}
+    v = view(drifted, with_expected(drifted, ratios), ceilings)
+    rows = answers.checked(v, ceilings)
+    past = rows["footprint_bytes"] > rows["last_cache_bytes"]
+    products = rows["flops"] > 0
+    assert past.any() and (~past).any() and products.any()
+    assert np.allclose(rows.loc[products, "warm_drift"], 187 / 170)
+    assert np.allclose(rows.loc[~products & past, "warm_drift"], 1.6)
+    assert np.allclose(rows.loc[~products & ~past, "warm_drift"], 187 / 170)
+    assert np.allclose(rows.loc[~products, "cold_drift"], 1.6)
+    said = answers.accuracy_text(v, ceilings)
+    assert "24 of 32 stage times (warm and cold) within ±25% of expected" in said
+    assert "from 1.1× to 1.6× as slowly as when the ceilings were measured" in said
+    assert "the same pass moved 4.2% for the copy and 0% for the product" in said
+    table = answers.accuracy_table(v, ceilings)
+    assert set(answers.DRIFT_COLUMNS) <= set(table.columns)
+    assert (table["warm_ratio_over_drift"] == table["warm_ratio"] / table["warm_drift"]).all()
+    # records without a reference pass: no drift said, none in the table
+    assert "reference pass" not in answers.accuracy_text(
+        view(timed, with_expected(timed, ratios), ceilings), ceilings
+    )
 
 
 def test_the_cache_answer_reads_the_largest_cache_against_dram():

@@ -1,9 +1,10 @@
 """One reference pass: the same two operations timed the same way wherever they run — a copy
 past the caches (256 MiB read and written) and a float32 product of two 1,024 × 1,024
-matrices, each the median of 15 calls. The ceilings time it once; each point whose stages are timed times it
-again beside them. Their ratio is the machine's drift between the two (another tenant, a
-clock that changed): a stage that missed its expected time by as much as the machine drifted
-was not the model's error."""
+matrices, each the median of 15 calls. The ceilings time it at their start and their end
+(how far it moves on its own); each point whose stages are timed times it again beside them.
+Their ratio is the machine's drift between the two (another tenant, a clock that changed): a
+stage that missed its expected time by as much as the machine drifted was not the model's
+error."""
 
 from __future__ import annotations
 

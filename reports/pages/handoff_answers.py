@@ -58,7 +58,8 @@ def drift_of(rows: pd.DataFrame, then: dict | None) -> dict[str, pd.Series]:
     copy = then["copy_gbps"] / pd.to_numeric(rows["reference_copy_gbps"], errors="coerce")
     product = then["product_gflops"] / pd.to_numeric(rows["reference_product_gflops"], errors="coerce")
     products = rows["flops"].fillna(0) > 0
-    past = (rows["footprint_bytes"] > rows["last_cache_bytes"]).fillna(True).astype(bool)
+    footprint = rows["footprint_bytes"] if "footprint_bytes" in rows else rows["bytes"]
+    past = (footprint > rows["last_cache_bytes"]).fillna(True).astype(bool)
     return {
         "warm_drift": product.where(products | ~past, copy),
         "cold_drift": product.where(products, copy),
