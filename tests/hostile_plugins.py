@@ -41,6 +41,13 @@ def h_exit(q, k, v, *, causal):
     return attention(q, k, v, causal)
 
 
+@implementation("h_sysexit", stores="none")
+def h_sysexit(q, k, v, *, causal):
+    if measuring():
+        sys.exit(3)
+    return attention(q, k, v, causal)
+
+
 @implementation("h_threads", stores="none")
 def h_threads(q, k, v, *, causal):
     if measuring() and threading.active_count() < 40:

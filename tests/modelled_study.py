@@ -100,7 +100,9 @@ def modelled_record(point: Point, device: str, cache_bytes: int) -> dict:
     else:
         nbytes = sum(s["compulsory_bytes"] for s in record["stages"])
         footprint = nbytes if nbytes > cache_bytes else 0
-        seconds = _seconds(nbytes, record["flops"], DRAM_RATE if footprint else CACHE_RATE)
+        # (a backward whose path models no FLOPs: the convention's, for a made-up time)
+        flops = record["flops"] if record["flops"] is not None else record["convention_flops"]
+        seconds = _seconds(nbytes, flops, DRAM_RATE if footprint else CACHE_RATE)
         record |= {"time_ms": 1e3 * seconds, "time_p10_ms": 0.95e3 * seconds, "time_p90_ms": 1.05e3 * seconds}
         record["repeats"] = 10
         staged = _stage_times(point, cache_bytes)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from hostile_plugins import write_hostile
 from workflow_run import ROOT, env
 
@@ -67,16 +68,20 @@ def kernels_command(folder, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_point_whose_process_exits_is_a_failed_record_naming_it(tmp_path):
+@pytest.mark.parametrize(
+    ("impl", "said"),
+    [
+        ("h_exit", "exited with status 0 during this job, before writing its output"),  # os._exit(0)
+        ("h_sysexit", "it called sys.exit(3); a point's code must not"),
+    ],
+)
+def test_a_point_whose_code_ends_its_process_is_a_failed_record_naming_it(tmp_path, impl, said):
     write_hostile(tmp_path)
     shape = ["--batch", "1", "--heads", "1", "--tokens", "16", "--head-dim", "16", "--dtype", "float32"]
-    done = kernels_command(
-        tmp_path, "measure", "--impl", "h_exit", *shape, "--device", "cpu", "--out", "r.json"
-    )
+    done = kernels_command(tmp_path, "measure", "--impl", impl, *shape, "--device", "cpu", "--out", "r.json")
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads((tmp_path / "r.json").read_text())
-    assert record["status"] == "failed" and record["impl"] == "h_exit"
-    assert "exited with status 0 during this job, before writing its output" in record["reason"]
+    assert record["status"] == "failed" and record["impl"] == impl and said in record["reason"]
 
 
 def test_a_validation_whose_process_is_killed_fails_every_case_naming_it(tmp_path):

@@ -135,7 +135,8 @@ def test_workflow_plans_with_planning_the_models_and_spec_only():
     found = {m for f in files for m in PLANNING_IMPORT.findall(f.read_text())}
     # kernels.io.records: a damaged record is named and remade at planning time (jsonschema only);
     # kernels.warm.session: the run's warm workers, begun and ended by the hooks (standard library);
-    # kernels.io.run_summary: the run's closing lines (the records, standard library)
+    # kernels.io.run_summary: the run's closing lines (the records, standard library);
+    # kernels.warm.stop: a SIGTERM to the run ends its running jobs (standard library)
     allowed = (
         "kernels.spec",
         "kernels.planning",
@@ -144,6 +145,7 @@ def test_workflow_plans_with_planning_the_models_and_spec_only():
         "kernels.io.run_summary",
         "kernels.catalog",
         "kernels.warm.session",
+        "kernels.warm.stop",
     )
     assert found and all(
         m in allowed or m.startswith(("kernels.planning.", "kernels.models.")) for m in found

@@ -380,6 +380,7 @@ def test_reports_follow_the_data(study, tmp_path):
     parameters = {
         "metrics": mine,
         "env": results / "env.json",
+        "backward": results / "backward.csv",
         "sizes": results / "model" / "matrix_sizes.csv",
     }
     nb1, html1 = render(template, parameters, first_dir)
@@ -390,8 +391,10 @@ def test_reports_follow_the_data(study, tmp_path):
     assert "a test&#39;s own failure" not in html1 and "a test's own failure" not in html1
     summary = next(c for c in nb1.cells if "page.load(" in c.source)
     text = json.dumps(summary.outputs)
-    failed = int((metrics["status"] == "failed").sum())  # the study's own and the test's
-    assert f"{len(metrics)} points" in text and f"{failed} failed" in text
+    backward = pd.read_csv(results / "backward.csv")
+    failed = int((metrics["status"] == "failed").sum() + (backward["status"] == "failed").sum())
+    every = f"{len(metrics) + len(backward)} points ({len(metrics)} forward, {len(backward)} backward)"
+    assert every in text and f"{failed} failed" in text  # the study's own failures and the test's
 
 
 def test_report_zip_works_offline(study, tmp_path):

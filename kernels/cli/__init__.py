@@ -14,10 +14,15 @@ __all__ = ["build_parser", "main", "read_ceilings", "resolve_device", "run_comma
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kernels.io import last_words
     from kernels.io.atomic import saying_a_full_disk
 
     args = build_parser().parse_args(argv)
-    return saying_a_full_disk(lambda: run_command(args))
+    try:
+        return saying_a_full_disk(lambda: run_command(args))
+    except SystemExit:
+        last_words.retract()  # a refusal the command made itself: its status says it, no death
+        raise
 
 
 def run_command(args: argparse.Namespace) -> int:

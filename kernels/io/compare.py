@@ -12,11 +12,12 @@ TIMINGS = ("time_ms", "time_p10_ms", "time_p90_ms", "repeats", "ncu_time_ms")
 # a backward point's forward-and-backward step, timed as its backward is
 STEP_TIMINGS = ("step_time_ms", "step_time_p10_ms", "step_time_p90_ms", "step_repeats")
 # what differs between two measurements of one point: the timings, the clocks, the process,
-# and the machine's load while it was timed (contention)
+# and the machine's load and speed while it was timed (contention, reference pass)
 VARYING = (
     *TIMINGS,
     *STEP_TIMINGS,
     *("started_at", "finished_at", "wall_seconds", "process", "contention", "launch_candidates"),
+    "reference_pass",  # the machine's speed beside the point (kernels.measure.reference_pass)
 )
 STAGE_TIMINGS = (
     *("time_ms", "time_p10_ms", "time_p90_ms", "repeats"),

@@ -34,6 +34,14 @@ def leave(kind: str, content, out: str) -> None:
     write_text_atomic(path, json.dumps({"kind": kind, "out": os.path.abspath(out), "content": content}))
 
 
+def retract() -> None:
+    """Take back what ``leave`` said: the command ends as it chose to (a refusal, its status
+    and message its own), not as a process that died."""
+    path = os.environ.get(VARIABLE)
+    if path:
+        Path(path).unlink(missing_ok=True)
+
+
 def heard(path: str | os.PathLike) -> dict | None:
     """The last words the command left at ``path``, or None (it left none, or they are not
     readable)."""

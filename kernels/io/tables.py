@@ -100,7 +100,7 @@ def timed_stage_rows(record: dict) -> list[dict]:
         # quiet or busy while timed (kernels.measure.contention): the pages mark busy points
         "contention_verdict": (record.get("contention") or {}).get("verdict"),
         # the reference pass timed beside the stages (kernels.measure.reference_pass)
-        **{f"reference_{k}": (record.get("reference") or {}).get(k) for k in REFERENCE_RATES},
+        **{f"reference_{k}": (record.get("reference_pass") or {}).get(k) for k in REFERENCE_RATES},
     }
     rows = [key | {"order": i} | stage for i, stage in enumerate(stages)]
     if record["time_ms"] is not None:

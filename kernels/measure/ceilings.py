@@ -258,9 +258,9 @@ def measure(device: str, found_caches: dict | None = None, products: list[dict] 
         "measured_at": started,
         "reason": None if levels[-1]["copy_gbps"] else f"DRAM: {levels[-1].get('reason')}",
         "ops": operation_rates(device, threads, planned, products),
-        "reference": reference,
+        "reference_pass": reference,
         # the same pass once more at the end: how far it moves on its own within one job
-        "reference_end": reference_pass(device),
+        "reference_pass_end": reference_pass(device),
     } | ({"exp_reason": exp_reason} if exp_reason else {})
 
 
@@ -303,8 +303,8 @@ def unavailable(device: str, reason: str) -> dict:
         "measured_at": None,
         "reason": reason,
         "ops": None,
-        "reference": None,
-        "reference_end": None,
+        "reference_pass": None,
+        "reference_pass_end": None,
     }
 
 

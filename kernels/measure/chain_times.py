@@ -27,7 +27,7 @@ def timed_chain(point: Point, chain: list, device: str) -> dict:
     return {
         "last_cache_bytes": last,
         # the machine's speed beside this point, against the ceilings' (the drift)
-        "reference": reference_pass(device),
+        "reference_pass": reference_pass(device),
         "stage_times": [
             t
             | {

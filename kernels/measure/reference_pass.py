@@ -9,9 +9,10 @@ error."""
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
+
+from kernels.measure.op_rates import timed_call
 
 COPY_BYTES = 256 << 20  # past the last cache of a CPU (a 48 MiB L3) or a GPU (an H200 L2: 60 MiB)
 PRODUCT_SIZE = 1024
@@ -19,17 +20,8 @@ CALLS = 15
 
 
 def _median_seconds(fn, device: str) -> float:
-    def once() -> float:
-        if device == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        return time.perf_counter() - started
-
-    once()  # first touch, allocator, kernels chosen
-    return max(statistics.median(once() for _ in range(CALLS)), 1e-9)
+    timed_call(device, fn)  # first touch, allocator, kernels chosen
+    return max(statistics.median(timed_call(device, fn) for _ in range(CALLS)), 1e-9)
 
 
 def reference_pass(device: str) -> dict:

@@ -239,6 +239,9 @@ def _measured(
             found = {"status": "failed", "reason": f"out of memory: {str(err).splitlines()[0]}"}
         except Exception as err:  # any other failure is a record too
             found = {"status": "failed", "reason": f"{type(err).__name__}: {err}"}
+        except SystemExit as err:  # a point's code that asks to end the process
+            said = f"it called sys.exit({err.code!r}); a point's code must not"
+            found = {"status": "failed", "reason": said}
     if tampered:
         return {"status": "failed", "reason": "; ".join(tampered)}
     if found.get("status") == "failed":

@@ -42,7 +42,7 @@ def checked(v: View, ceilings: dict | None = None) -> pd.DataFrame:
         warm_ratio=rows["time_ms"] / rows["expected_warm_ms"],
         cold_ratio=rows["cold_time_ms"] / rows["expected_cold_ms"],
         data_dominates=rows["time_ms"] > FIXED_TIMES * rows["expected_fixed_ms"],
-        **drift_of(rows, (ceilings or {}).get("reference")),
+        **drift_of(rows, (ceilings or {}).get("reference_pass")),
     ).reset_index(drop=True)
 
 
@@ -216,7 +216,7 @@ def drift_text(big: pd.DataFrame, ceilings: dict | None) -> str | None:
         f"{number(drift.max())}× as slowly as when the ceilings were measured; with that drift taken "
         f"out, {held} of {len(undrifted)} are within ±{int(BAND * 100)}%"
     )
-    start, end = (ceilings or {}).get("reference"), (ceilings or {}).get("reference_end")
+    start, end = (ceilings or {}).get("reference_pass"), (ceilings or {}).get("reference_pass_end")
     if start and end:
         moved = {k: abs(end[k] / start[k] - 1) * 100 for k in ("copy_gbps", "product_gflops")}
         text += (

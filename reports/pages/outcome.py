@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from kernels.io.atomic import saying_a_full_disk, write_text_atomic
+from kernels.warm.stop import descendants
 
 FIELDS = ("page", "ok", "error", "log", "notebook")
 
@@ -138,28 +139,10 @@ def unpublishable(path: str | os.PathLike) -> str | None:
     return None if result["ok"] else f"the page {failure_line(result)} did not render, so it is not published"
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (Linux /proc): the notebook's kernel is papermill's
-    child, in a session of its own, so ending papermill's group does not reach it."""
-    children: dict[int, list[int]] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            parent = int((proc / "stat").read_text().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(proc.name))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
 def end_tree(process: subprocess.Popen) -> None:
     """papermill and everything it started: SIGTERM, then SIGKILL for what is left 5 s later."""
+    # the notebook's kernel is papermill's child, in a session of its own: ending papermill's
+    # group does not reach it
     tree = [process.pid, *descendants(process.pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in tree:
