@@ -116,31 +116,34 @@ def _combinations(grid: dict, cache_bytes: int | None):
 
 
 def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
-    """Every point of one grid: the product of its lists, blocks for Triton impls only;
-    ``cache_bytes``: the cache size a grid with tokens_across_cache follows."""
+    """Every point of one grid: the product of its lists, blocks for Triton impls only and
+    num_splits for those whose registration takes it; ``cache_bytes``: the cache size a grid
+    with tokens_across_cache follows."""
     out = []
     for impl, tokens, heads, d, dtype, causal, inputs, direction, queries, kv in _combinations(
         grid, cache_bytes
     ):
-        blocks = [tuple(b) for b in grid["blocks"]] if catalog.get(impl).triton else [(None, None)]
-        for batch in batches_for(grid, tokens):
-            for bm, bn in blocks:
-                point = Point(
-                    impl,
-                    batch,
-                    heads,
-                    tokens,
-                    d,
-                    dtype,
-                    causal,
-                    bm,
-                    bn,
-                    inputs=inputs,
-                    direction=direction,
-                    query_tokens=queries,
-                    kv_heads=kv,
-                )
-                out.append(point)
+        entry = catalog.get(impl)
+        blocks = [tuple(b) for b in grid["blocks"]] if entry.triton else [(None, None)]
+        splits = grid.get("num_splits", [None]) if "num_splits" in entry.options else [None]
+        for batch, (bm, bn), split in itertools.product(batches_for(grid, tokens), blocks, splits):
+            point = Point(
+                impl,
+                batch,
+                heads,
+                tokens,
+                d,
+                dtype,
+                causal,
+                bm,
+                bn,
+                inputs=inputs,
+                direction=direction,
+                query_tokens=queries,
+                kv_heads=kv,
+                num_splits=split,
+            )
+            out.append(point)
     return out
 
 
