@@ -13,6 +13,9 @@ include: "workflow/rules/config_file.smk"
 configfile: checked_config_file("config/config.yaml")
 
 
+# a value off the schema: one line naming where it sits (a grid by its index) and what is allowed
+if off_schema := schema_refusal(config):
+    raise WorkflowError(off_schema)
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

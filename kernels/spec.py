@@ -49,6 +49,7 @@ DEFAULT_TARGETS: tuple[str, ...] = ("sm_80", "sm_90")
 DEFAULT_INTERPRETER_LIMIT = 1 << 26  # B·H·T² score elements the interpreter takes (T = 8,192)
 MAX_ROW_BLOCK = 16384  # longest row the softmax kernel holds at once; longer rows take two passes
 MAX_GRID_YZ = 65535  # CUDA's limit on the second and third grid dimensions, which carry B·H
+MAX_SPLITS = MAX_GRID_YZ  # a split-KV call's key chunks (num_splits): its grid's third axis
 REFERENCE_CHUNK_BYTES = 256 << 20  # float64 scores the error check holds at once
 
 # What the inputs of a point hold. normal: q, k, v from N(0, 1). large: q = k = LARGE_INPUT

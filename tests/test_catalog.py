@@ -14,6 +14,15 @@ from workflow_run import ROOT, env
 from kernels import catalog
 
 SEED = 20240611
+# what a grid of the sweep holds beside its impls and tokens (the schema's defaults, one each)
+GRID = {
+    "batch": [1],
+    "heads": [1],
+    "head_dim": [16],
+    "dtype": ["float32"],
+    "causal": [False],
+    "blocks": [[16, 16]],
+}
 
 # Our own attention for the plugins: softmax(q·kᵀ/√d)·v in float32, cast back.
 ATTENTION = """
@@ -175,7 +184,7 @@ GOOD_CHILD = f"""
 from kernels.impl.reference import reference_float64
 from kernels.models.cost import summarize
 from kernels.planning.point import Point
-from kernels.planning.sweep import registered_only
+from kernels.planning.sweep import planned
 
 torch.manual_seed({SEED})
 q, k, v = (torch.randn(2, 3, 37, 16) for _ in range(3))
@@ -207,26 +216,32 @@ result["crash"] = crash
 result["shape"] = caught(lambda: kernels.attention(q, k, v, impl="catalog_shape", causal=False))
 result["unknown_point"] = caught(lambda: Point("catalog_nosuch", 1, 1, 64, 16, "float32", False))
 result["unknown_attention"] = caught(lambda: kernels.attention(q, k, v, impl="catalog_nosuch", causal=False))
-result["unknown_grid"] = caught(lambda: registered_only([{{"impls": ["catalog_good", "catalog_nosuch"]}}]))
-result["known_grid"] = registered_only([{{"impls": ["catalog_good", "torch_naive"], "tokens": [64]}}])
+result["unknown_grid"] = caught(lambda: planned([{{"impls": ["catalog_good", "catalog_nosuch"]}}], None))
+grid = {{"impls": ["catalog_good", "torch_naive"], "tokens": [64], **{GRID}}}
+result["known_grid"] = planned([grid], None)[:2]
+result["known_points"] = [point.name for point in planned([grid], None)[2]]
 result["not_a_module"] = caught(lambda: catalog.use_plugins(["not a module"]))
 print("RESULT " + json.dumps(result))
 """
 
-BAD_CHILD = """
+BAD_CHILD = (
+    f"GRID = {GRID!r}\n"
+    + """
 from kernels.planning.point import Point
-from kernels.planning.sweep import registered_only
+from kernels.planning.sweep import planned
 
 result["unknown_point"] = caught(lambda: Point("catalog_nosuch", 1, 1, 64, 16, "float32", False))
-result["grids"] = registered_only(
+result["grids"] = planned(
     [
-        {"impls": ["torch_naive", "catalog_missing"], "tokens": [64]},
-        {"impls": ["catalog_missing"], "tokens": [128]},
-        {"impls": ["catalog_survivor"], "tokens": [256]},
-    ]
-)
+        {"impls": ["torch_naive", "catalog_missing"], "tokens": [64], **GRID},
+        {"impls": ["catalog_missing"], "tokens": [128], **GRID},
+        {"impls": ["catalog_survivor"], "tokens": [256], **GRID},
+    ],
+    None,
+)[:2]
 print("RESULT " + json.dumps(result))
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -490,23 +505,24 @@ def test_unknown_name_names_failed_plugins(bad):
     assert f"plugin catalog_bad_stores: {problem(bad, 'catalog_bad_stores')}" in message
 
 
-# --- 6. registered_only ----------------------------------------------------------------------
+# --- 6. the sweep planned against the registry ---------------------------------------------
 
 
-def test_registered_only_without_failed_plugins(good):
+def test_a_sweep_without_failed_plugins_is_planned_against_the_registry(good):
     kind, message = good["unknown_grid"]
     assert kind == "ValueError"
     assert "sweep grid 0" in message and "catalog_nosuch not registered" in message
     assert "catalog_good" in message  # among the registered ones listed
     kept, warnings = good["known_grid"]
-    assert kept == [{"impls": ["catalog_good", "torch_naive"], "tokens": [64]}] and warnings == []
+    assert kept == [{"impls": ["catalog_good", "torch_naive"], "tokens": [64], **GRID}] and warnings == []
+    assert [name.split("/")[0] for name in good["known_points"]] == ["catalog_good", "torch_naive"]
 
 
-def test_registered_only_with_a_failed_plugin(bad):
+def test_a_sweep_with_a_failed_plugin_leaves_its_names_out(bad):
     kept, warnings = bad["grids"]
     assert kept == [
-        {"impls": ["torch_naive"], "tokens": [64]},
-        {"impls": ["catalog_survivor"], "tokens": [256]},
+        {"impls": ["torch_naive"], "tokens": [64], **GRID},
+        {"impls": ["catalog_survivor"], "tokens": [256], **GRID},
     ]  # the grid left with no implementation is dropped
     assert len(warnings) == 2
     for index, warning in enumerate(warnings):

@@ -37,6 +37,10 @@ SWEEP = [
     | {"query_tokens": [1], "tokens": [64], "dtype": ["float16"], "blocks": [[16, 16]]},
     # the square problem beside them, which no decode section reads
     BASE | {"impls": ["torch_naive"], "tokens": [64], "dtype": ["float32"]},
+    # the split-KV kernel at a split count of its own (num_splits), beside its default
+    BASE
+    | {"impls": ["triton_split_kv"], "kv_heads": [2], "query_tokens": [1], "tokens": [64], "num_splits": [2]}
+    | {"dtype": ["float16"], "blocks": [[16, 16]]},
 ]
 SQUARE_ONLY = [SWEEP[2]]
 SENTENCE = rf"\*\*{NOTHING}:\*\* this section would show [^;]+; .+\."
@@ -182,13 +186,17 @@ def test_the_triton_paths_counted_the_model_to_the_byte(study):
     metrics = study.metrics
     counted = page.inference_points(metrics).dropna(subset=["traffic_counted_bytes"])
     table = page.counted_table(metrics)
-    assert len(table) == len(counted) == 9  # three paths, three K/V head counts
+    assert len(table) == len(counted) == 10  # three paths, three K/V head counts; one at 2 splits
     assert (table["counted = model"] == "to the byte").all()
+    splits = table[table["impl"] == "triton_split_kv"].set_index(["kv_heads", "num_splits"])
+    assert sorted(splits.index) == [(1, "–"), (2, "2"), (2, "–"), (4, "–")]
+    assert splits.loc[(2, "2"), "traffic_model_bytes"] != splits.loc[(2, "–"), "traffic_model_bytes"]
+    assert set(table.loc[table["impl"] != "triton_split_kv", "num_splits"]) == {"–"}
     assert (
         table["model / compulsory"] == table["traffic_model_bytes"] / table["traffic_compulsory_bytes"]
     ).all()
     text = page.counted_text(table, metrics, study.env)
-    assert text.startswith("The interpreter counted exactly the model's bytes at 9 of the 9 points of an")
+    assert text.startswith("The interpreter counted exactly the model's bytes at 10 of the 10 points of an")
     for r in table[table["kv_heads"] == 1].itertuples():  # one length: the median is the point's
         assert f"{r.impl}: " in text and f"{number(r[-1])}× with 1 K/V head at query_tokens 1" in text
 

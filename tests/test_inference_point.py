@@ -125,3 +125,86 @@ def test_the_model_counts_kv_once_per_kv_head_and_scores_per_query():
     square = decode_point(impl="torch_naive")
     assert cost.flops(square) == 4 * 2 * 8 * 77 * 77 * 16 // 2
     assert math.isclose(cost.flops(causal) / cost.flops(point), (2 * 77 - 1) / (2 * 77))
+
+
+# --- num_splits: a sweep dimension and a flag, like the blocks ---------------------------------
+
+
+def split_point(**kw) -> Point:
+    return decode_point(impl="triton_split_kv", query_tokens=1, kv_heads=2, **kw)
+
+
+def test_num_splits_names_only_points_that_set_it_and_round_trips():
+    default = split_point()
+    assert default.num_splits is None
+    assert default.name == "triton_split_kv/float16/B2-H8-KV2-Q1-T77-d16-causal-bm64-bn64-normal"
+    asked = split_point(num_splits=4)
+    assert asked.name == "triton_split_kv/float16/B2-H8-KV2-Q1-T77-d16-causal-bm64-bn64-ns4-normal"
+    assert Point.from_name(asked.name) == asked and asked.shape()["num_splits"] == 4
+    parser = argparse.ArgumentParser()
+    add_cli_arguments(parser)
+    assert Point.from_cli(parser.parse_args(asked.cli_args())) == asked
+    # a path whose registration does not take the option keeps no split count, and its name
+    assert decode_point(num_splits=4) == decode_point()
+
+
+def test_num_splits_bad_values_are_refused_naming_the_field(capsys):
+    for bad in (0, True, 65536, "4"):
+        with pytest.raises(ValueError, match=rf"num_splits={bad!r}: must be an integer from 1 to 65,535"):
+            split_point(num_splits=bad)
+    parser = argparse.ArgumentParser()
+    add_cli_arguments(parser)
+    square = ["--tokens", "64", "--head-dim", "16", "--dtype", "float16"]
+    with pytest.raises(ValueError, match="--num-splits applies to --impl triton_split_kv only, not sdpa"):
+        Point.from_cli(parser.parse_args(["--impl", "sdpa", *square, "--num-splits", "4"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--impl", "triton_split_kv", *square, "--num-splits", "0"])
+    assert "argument --num-splits: 0 must be at least 1" in capsys.readouterr().err
+
+
+def test_a_grid_sweeps_num_splits_for_the_paths_that_take_it():
+    grid = {
+        "impls": ["triton_split_kv", "triton_flash"],
+        "batch": [1],
+        "heads": [8],
+        "kv_heads": [2],
+        "query_tokens": [1],
+        "tokens": [256],
+        "head_dim": [16],
+        "dtype": ["float16"],
+        "causal": [False],
+        "blocks": [[64, 64]],
+        "num_splits": [None, 2],
+    }
+    names = [p.name.split("/")[-1] for p in sweep.grid_points(grid)]
+    assert names == [
+        "B1-H8-KV2-Q1-T256-d16-full-bm64-bn64-normal",
+        "B1-H8-KV2-Q1-T256-d16-full-bm64-bn64-ns2-normal",
+        "B1-H8-KV2-Q1-T256-d16-full-bm64-bn64-normal",  # triton_flash: no split count
+    ]
+
+
+def test_the_models_and_launches_follow_a_points_num_splits():
+    """The traffic model, the partials' memory, the programs and the planned launches at the
+    point's own split count, the default rule's where it sets none."""
+    from kernels.build.variants import point_launches
+    from kernels.paths.triton_split_kv import model
+
+    default, asked = split_point(tokens=256), split_point(tokens=256, num_splits=2)
+    assert model.point_plan(default)[0] == 4 and model.point_plan(asked)[0] == 2  # 256 / 64: 4 tiles
+    assert model.as_issued(asked) == model.as_issued(default, 2) != model.as_issued(default)
+    assert model.working(asked) * 2 == model.working(default)
+    assert model.programs(asked) * 2 == model.programs(default)
+    grids = [launch.grid for launch in point_launches(asked)]
+    assert grids[0][2] == 2 and [launch.grid for launch in point_launches(default)][0][2] == 4
+
+
+def test_the_measure_line_names_the_inference_dimensions_and_splits():
+    from kernels.cli.measure import described
+
+    assert described(split_point(num_splits=2)) == (
+        "triton_split_kv B=2 H=8 kv_heads=2 T=77 query_tokens=1 d=16 float16 causal=True "
+        "inputs=normal blocks=64×64 num_splits=2"
+    )
+    square = decode_point(impl="torch_naive")
+    assert described(square) == "torch_naive B=2 H=8 T=77 d=16 float16 causal=True inputs=normal"

@@ -39,3 +39,17 @@ def test_a_collected_parquet_table_is_held_to_its_seal(tmp_path):
     write_atomic(path, lambda p: frame.head(1).to_parquet(p, index=False))  # rewritten, unsealed
     with pytest.raises(DamagedRecordError, match="holds 1 row, .* but its writer wrote 3 rows"):
         read_leaf(path, "sealed")
+
+
+def test_a_table_changed_in_place_says_its_content_differs_not_its_counts(tmp_path):
+    """One value edited to another of the same width: the rows and bytes agree with the seal,
+    so the message says what differs (the content's SHA-256), not two equal counts."""
+    path = tmp_path / "matrix_sizes.csv"
+    write_csv_atomic(path, ROWS)
+    sealed = json.loads(seal_path(path).read_text())
+    path.write_text(path.read_text().replace("float32", "float64"))
+    with pytest.raises(DamagedRecordError) as raised:
+        read_leaf(path, "table")
+    said = str(raised.value)
+    assert f"holds the 3 rows, {sealed['bytes']:,} bytes its writer wrote, but not their content" in said
+    assert sealed["sha256"][:12] in said and "but its writer wrote" not in said

@@ -54,6 +54,7 @@ def test_schema_lists_are_the_allowed_values_of_the_package():
     assert prop("sweep.inputs")["default"] == [spec.DEFAULT_INPUTS]
     assert prop("sweep.tokens")["items"]["maximum"] == spec.MAX_TOKENS
     assert prop("sweep.heads")["items"]["maximum"] == spec.MAX_GRID_YZ
+    assert prop("sweep.num_splits")["items"]["maximum"] == spec.MAX_SPLITS
     assert prop("seed")["maximum"] == spec.MAX_SEED
     assert prop("limits.call_seconds")["default"] == spec.CALL_BUDGET_SECONDS
     assert prop("limits.job_seconds")["default"] == spec.JOB_LIMIT_SECONDS

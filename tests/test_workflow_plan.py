@@ -21,6 +21,7 @@ from kernels.io.records import validate_record
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
 CI = str(ROOT / "config" / "presets" / "ci.yaml")
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def test_interrupted_run_resumes(tmp_path):
@@ -68,6 +69,16 @@ def test_interrupted_run_resumes(tmp_path):
     assert not list((tmp_path / "results").rglob("*.tmp"))
 
 
+def merged(override: dict) -> dict:
+    """The default configuration with ``override`` merged over it, as Snakemake merges a
+    --configfile."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load(Path(DEFAULT).read_text())
+    update_config(config, override)
+    return config
+
+
 BAD = [
     ({"sweep": {"tokens": [0, 64]}}, "tokens"),
     ({"sweep": {"dtype": ["float8"]}}, "dtype"),
@@ -80,29 +91,79 @@ BAD = [
 
 
 @pytest.mark.parametrize("override, key", BAD)
-def test_the_schema_refuses_a_bad_value_naming_its_key(override, key):
-    """Each bad value against the schema, merged over the defaults as Snakemake merges a
-    --configfile (the workflow's own refusal of them: the test below)."""
-    from snakemake.utils import update_config
-    from snakemake.utils import validate as validate_config
+def test_a_bad_value_is_refused_in_one_line_naming_its_key(override, key):
+    """Each value the schema refuses, merged over the defaults: the workflow's refusal
+    (workflow/rules/config_refusal.py, before Snakemake's validation) is one line naming the
+    key and what it takes."""
+    from config_refusal import refusal
 
-    config = yaml.safe_load(Path(DEFAULT).read_text())
-    update_config(config, override)
-    with pytest.raises(Exception, match="Error validating config file") as raised:
-        validate_config(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
-    assert key in str(raised.value)
+    schema = yaml.safe_load(SCHEMA.read_text())
+    said = refusal(merged(override), schema)
+    assert said.startswith("config: ") and "\n" not in said and key in said
+    assert "; it takes " in said or "; its keys are " in said  # what is allowed there
+    assert refusal(merged({}), schema) is None
 
 
-# a bad value in a grid of the sweep and one at the top: the workflow validates the whole
-# merged configuration before it plans (the schema's refusal of each value: the test above)
-@pytest.mark.parametrize("override, key", [BAD[0], BAD[-1]])
-def test_bad_config_is_refused_before_any_job(tmp_path, override, key):
+def test_a_refusal_names_the_grid_by_its_index_and_what_the_key_takes():
+    from config_refusal import refusal
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    grids = lambda second: {"sweep": [{"tokens": [64]}, second]}  # noqa: E731
+    grid = "config: sweep grid 1: "
+    expected = {
+        "tokens": f"{grid}tokens[0] = 0 is not allowed; it takes an integer ≥ 1, ≤ 16,777,216",
+        "dtype": f"{grid}dtype[0] = 'float8' is not allowed; it takes one of float32, float16, bfloat16",
+        "blocks": f"{grid}blocks[0] = [64] is not allowed ([64] is too short); it takes a list of 2 values, "
+        "each one of 16, 32, 64, 128, 256",
+        "kv_heads": f"{grid}kv_heads[0] = 0 is not allowed; it takes an integer ≥ 1, ≤ 65,535 or null",
+        "tokenz": "config: sweep grid 1 has no key tokenz; its keys are impls, batch,",
+    }
+    bad = {"tokens": [0], "dtype": ["float8"], "blocks": [[64]], "kv_heads": [0], "tokenz": [64]}
+    for key, said in expected.items():
+        assert refusal(merged(grids({key: bad[key]})), schema).startswith(said)
+    one = refusal(merged({"sweep": {"tokens": [0]}}), schema)  # a sweep of one grid: no index
+    assert one.startswith("config: sweep.tokens[0] = 0 is not allowed")
+
+
+def test_a_grid_the_planner_refuses_is_named_by_its_index_in_the_configuration():
+    """kv_heads that do not divide heads pass the schema and are refused at planning, naming
+    the grid as the configuration counts it (a grid following the cache before it is split
+    per dtype when resolved) and the field."""
+    from snakemake.utils import validate as with_defaults
+
+    from kernels.planning.sweep import planned
+
+    config = merged({"sweep": [{"impls": ["sdpa"], "tokens": [64]}, {"heads": [8], "kv_heads": [3]}]})
+    with_defaults(config, str(SCHEMA))  # as the Snakefile does before it plans
+    with pytest.raises(ValueError, match=r"^sweep grid 1: kv_heads=3: must divide heads=8"):
+        planned(config["sweep"], None)
+    spans = {"from": 1, "to": 2, "fills": "kv"}
+    across = {"impls": ["sdpa"], "tokens_across_cache": spans, "heads": [8], "dtype": ["float32", "float16"]}
+    config = merged({"sweep": [across, {"query_tokens": [300], "tokens": [256]}]})
+    with_defaults(config, str(SCHEMA))
+    with pytest.raises(ValueError, match=r"^sweep grid 1: query_tokens=300: at most tokens=256"):
+        planned(config["sweep"], 1 << 20)
+
+
+# a bad value in a grid of the sweep (the schema's refusal) and one the planner refuses: the
+# workflow refuses both before any job, in one line naming the grid (a dry run: nothing runs)
+@pytest.mark.parametrize(
+    "second, said",
+    [
+        ({"tokens": [0]}, "config: sweep grid 1: tokens[0] = 0 is not allowed; it takes an integer ≥ 1"),
+        ({"heads": [8], "kv_heads": [3]}, "config: sweep grid 1: kv_heads=3: must divide heads=8"),
+    ],
+)
+def test_bad_config_is_refused_before_any_job(tmp_path, second, said):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(override))
-    done = snakemake(tmp_path, "--cores", "1", "--configfile", DEFAULT, str(bad))
+    bad.write_text(
+        yaml.safe_dump({"sweep": [{"impls": ["sdpa"], "tokens": [64]}, {"impls": ["sdpa"], **second}]})
+    )
+    done = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", DEFAULT, str(bad))
+    printed = done.stdout + done.stderr
     assert done.returncode != 0
-    assert "Error validating config file" in done.stderr
-    assert key in done.stderr
+    assert said in printed
+    assert "Traceback" not in printed and "kernels/planning" not in printed  # no Python stack
     assert not (tmp_path / "results").exists()
 
 

@@ -39,7 +39,16 @@ def meta_qkv(point: Point) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def impl_launches(
-    impl: str, q, k, v, causal: bool, block_m: int, block_n: int, sp_dtype=None, max_row_block=MAX_ROW_BLOCK
+    impl: str,
+    q,
+    k,
+    v,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    sp_dtype=None,
+    max_row_block=MAX_ROW_BLOCK,
+    num_splits=None,
 ) -> list[Launch]:
     """The launches of one call of a Triton implementation on these inputs, as its
     registration plans them ([] where it gives no planner: its kernels compile on first call)."""
@@ -47,7 +56,7 @@ def impl_launches(
     planner = entry.planned_launches()
     if planner is None:
         return []
-    given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block}
+    given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block, "num_splits": num_splits}
     options = {name: value for name, value in given.items() if name in entry.options and value is not None}
     return planner(q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options)
 
@@ -59,7 +68,9 @@ def point_launches(point: Point) -> list[Launch]:
         return []
     q, k, v = meta_qkv(point)
     bm, bn = point.block_m, point.block_n
-    forward = impl_launches(point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block)
+    forward = impl_launches(
+        point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block, point.num_splits
+    )
     return forward + (backward_launches(point) if point.backward else [])
 
 

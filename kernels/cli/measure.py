@@ -18,6 +18,7 @@ from kernels.cli.arguments import (
     usable_threads,
 )
 from kernels.planning.point import (
+    Point,
     add_cli_arguments,
     positive_int,
     seed_int,
@@ -88,6 +89,21 @@ def add_measure_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--out", required=True, type=output_file, help="JSON record to write (atomically)")
 
 
+def described(point: Point) -> str:
+    """The point in the summary line: every field its name holds, the inference dimensions,
+    blocks, num_splits and the pass where its name shows them (not at the square problem's
+    defaults), so that two points the line could confuse are two points' names apart."""
+    said = [point.impl, f"B={point.batch}", f"H={point.heads}"]
+    said += [f"kv_heads={point.kv_heads}"] if point.kv_heads is not None else []
+    said += [f"T={point.tokens}"]
+    said += [f"query_tokens={point.query_tokens}"] if point.query_tokens is not None else []
+    said += [f"d={point.head_dim}", point.dtype, f"causal={point.causal}", f"inputs={point.inputs}"]
+    said += [f"blocks={point.block_m}×{point.block_n}"] if point.block_m is not None else []
+    said += [f"num_splits={point.num_splits}"] if point.num_splits is not None else []
+    said += [f"pass={point.direction}"] if point.backward else []
+    return " ".join(said)
+
+
 def run_measure(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)  # cuda without a GPU: a skipped record says so
     select_mode(device)  # before the point's implementation (a plugin's kernels) is imported
@@ -138,9 +154,8 @@ def run_measure(args: argparse.Namespace) -> int:
         if record.get(key) is not None
     )
     print(
-        f"{point.impl} B={point.batch} H={point.heads} T={point.tokens} d={point.head_dim} "
-        f"{point.dtype} causal={point.causal} inputs={point.inputs} on {device} "
-        f"({record['threads']} threads): {record['status']} ({detail}) -> {args.out}"
+        f"{described(point)} on {device} ({record['threads']} threads): {record['status']} "
+        f"({detail}) -> {args.out}"
     )
     if record.get("stage_times"):
         stages = record["stage_times"]

@@ -62,7 +62,22 @@ def broken_seal(path: str | os.PathLike) -> str | None:
     now = fingerprint(path)
     if not isinstance(sealed, dict) or now["sha256"] == sealed.get("sha256"):
         return None if isinstance(sealed, dict) else f"its seal {seal.name} is not an object"
+    return _difference(now, sealed, seal.name)
+
+
+def _difference(now: dict, sealed: dict, seal: str) -> str:
+    """What differs between the table and its seal: its counts where they do, else its
+    content alone (the same rows and bytes, another SHA-256: edited in place)."""
+    if any(now[part] != sealed.get(part) for part in ("rows", "bytes")):
+        return (
+            f"holds {_count(now)}, but its writer wrote {_count(sealed)} ({seal}): cut short or changed since"
+        )
+    theirs = sealed.get("sha256")
+    if not isinstance(theirs, str) or not theirs:
+        return (
+            f"holds the {_count(now)} its writer wrote, but its seal {seal} records no SHA-256 to hold it to"
+        )
     return (
-        f"holds {_count(now)}, but its writer wrote {_count(sealed)} ({seal.name}): "
-        "cut short or changed since"
+        f"holds the {_count(now)} its writer wrote, but not their content: its SHA-256 is "
+        f"{now['sha256'][:12]}…, its seal's ({seal}) {theirs[:12]}…: changed in place since"
     )

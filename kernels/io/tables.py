@@ -30,6 +30,7 @@ POINT_KEY = [
     "inputs",
     "block_m",
     "block_n",
+    "num_splits",
     "device",
 ]
 

@@ -32,6 +32,8 @@ def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
         options |= {"num_warps": launch[0], "num_stages": launch[1]}
     if point.sp_dtype:  # a point has one only where its implementation takes the option
         options["sp_dtype"] = point.sp_dtype
+    if point.num_splits:  # likewise
+        options["num_splits"] = point.num_splits
     return lambda: attention(q, k, v, impl=point.impl, causal=point.causal, **options)
 
 

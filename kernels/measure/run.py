@@ -109,6 +109,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "pass": point.direction,
         "block_m": point.block_m,
         "block_n": point.block_n,
+        "num_splits": point.num_splits,
         "sp_dtype": (point.sp_dtype or point.dtype) if point.materialized else None,
         "device": device,
         "device_name": device_name(device),

@@ -59,9 +59,11 @@ def cases(sweep: dict | list[dict]) -> list[Point]:
 
 
 def design(point: Point, stores: str, split_keys: bool = False) -> Point:
-    """The point on our Triton path of one design (default blocks)."""
+    """The point on our Triton path of one design (default blocks, the path's own split count)."""
     name = catalog.triton_path(stores, split_keys)
-    return replace(point, impl=name, block_m=None, block_n=None, sp_dtype=None, inputs="normal")
+    return replace(
+        point, impl=name, block_m=None, block_n=None, sp_dtype=None, inputs="normal", num_splits=None
+    )
 
 
 def byte_split(point: Point) -> dict[str, int]:

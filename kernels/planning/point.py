@@ -27,6 +27,7 @@ from kernels.spec import (
     MAX_GRID_YZ,
     MAX_ROW_BLOCK,
     MAX_SEED,
+    MAX_SPLITS,
     MAX_TOKENS,
     PASSES,
 )
@@ -34,10 +35,11 @@ from kernels.spec import (
 # results/points/<POINT_PATTERN>.json; the measure rule's output is spelled with it
 # (a backward point's name ends in -backward; a forward one's carries no pass, as before passes)
 # (-KV<n>: kv_heads, -Q<n>: query_tokens, each only where it differs from H or T, so that the
-# square problem keeps the names it had before them)
+# square problem keeps the names it had before them; -ns<n>: num_splits, only where a point asks
+# for a split count rather than its path's own rule)
 POINT_PATTERN = (
-    "{impl}/{dtype}/B{batch}-H{heads}{kv_heads}{query_tokens}-T{tokens}-d{head_dim}-{mask}-{blocks}-{inputs}"
-    "{direction}"
+    "{impl}/{dtype}/B{batch}-H{heads}{kv_heads}{query_tokens}-T{tokens}-d{head_dim}-{mask}-{blocks}"
+    "{num_splits}-{inputs}{direction}"
 )
 # results/validate/<VALIDATION_PATTERN>.json: what a point's implementation must pass first
 VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
@@ -57,6 +59,7 @@ WILDCARD_CONSTRAINTS: dict[str, str] = {
     "direction": "|-backward",  # empty for the forward
     "kv_heads": r"|-KV\d+",  # empty where K and V have a head per query head
     "query_tokens": r"|-Q\d+",  # empty where there are as many queries as keys
+    "num_splits": r"|-ns\d+",  # empty where the path chooses its split count (or has none)
 }
 
 
@@ -71,6 +74,7 @@ SHAPE_FIELDS = (
     "causal",
     "block_m",
     "block_n",
+    "num_splits",
 )
 
 
@@ -114,6 +118,7 @@ class Point:
     direction: str = DEFAULT_PASS  # the pass measured (kernels.spec.PASSES)
     query_tokens: int | None = None  # queries per sequence against T keys; None: T (square)
     kv_heads: int | None = None  # heads of K and V, each shared by H / kv_heads query heads; None: H
+    num_splits: int | None = None  # key chunks of a split-KV call; None: its path's own rule
 
     def __post_init__(self) -> None:
         catalog.get(self.impl)  # an unknown name is an error listing the registered ones
@@ -145,6 +150,22 @@ class Point:
         if self.triton:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
+        self._check_splits()
+
+    def _check_splits(self) -> None:
+        """num_splits: an integer from 1 to MAX_SPLITS, kept only where the implementation's
+        registration takes the option (as blocks are only for the Triton paths), so that a
+        point moved onto another path (``replace(point, impl=...)``) keeps one name."""
+        value = self.num_splits
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SPLITS:
+            raise ValueError(
+                f"num_splits={value!r}: must be an integer from 1 to {MAX_SPLITS:,} (or absent: the "
+                "path's own rule)"
+            )
+        if "num_splits" not in catalog.get(self.impl).options:
+            object.__setattr__(self, "num_splits", None)
 
     def _check_inference_dims(self) -> None:
         """query_tokens and kv_heads equal to T and H are the square problem: absent, so that
@@ -254,6 +275,7 @@ class Point:
             "direction": "" if self.direction == DEFAULT_PASS else f"-{self.direction}",
             "kv_heads": "" if self.kv_heads is None else f"-KV{self.kv_heads}",
             "query_tokens": "" if self.query_tokens is None else f"-Q{self.query_tokens}",
+            "num_splits": "" if self.num_splits is None else f"-ns{self.num_splits}",
         }
 
     @property
@@ -288,6 +310,7 @@ class Point:
             direction=(wc.get("direction") or DEFAULT_PASS).removeprefix("-"),
             query_tokens=int(wc["query_tokens"].removeprefix("-Q")) if wc.get("query_tokens") else None,
             kv_heads=int(wc["kv_heads"].removeprefix("-KV")) if wc.get("kv_heads") else None,
+            num_splits=int(wc["num_splits"].removeprefix("-ns")) if wc.get("num_splits") else None,
         )
 
     @classmethod
@@ -330,19 +353,25 @@ class Point:
             args += ["--query-tokens", str(self.query_tokens)]
         if self.kv_heads is not None:
             args += ["--kv-heads", str(self.kv_heads)]
+        if self.num_splits is not None:
+            args += ["--num-splits", str(self.num_splits)]
         return args
 
     @classmethod
     def from_cli(cls, args: argparse.Namespace) -> Point:
         """The point the flags of ``add_cli_arguments`` describe; a flag that does not apply
         to the implementation is an error naming it."""
-        triton = catalog.get(args.impl).triton
+        entry = catalog.get(args.impl)
         for flag in ("block_m", "block_n"):
-            if getattr(args, flag) is not None and not triton:
+            if getattr(args, flag) is not None and not entry.triton:
                 raise ValueError(
                     f"--{flag.replace('_', '-')} applies to the Triton "
                     f"implementations only, not --impl {args.impl}"
                 )
+        splits = getattr(args, "num_splits", None)
+        if splits is not None and "num_splits" not in entry.options:
+            takes = [name for name, found in catalog.registered().items() if "num_splits" in found.options]
+            raise ValueError(f"--num-splits applies to --impl {', '.join(takes)} only, not {args.impl}")
         return cls(
             args.impl,
             args.batch,
@@ -358,6 +387,7 @@ class Point:
             direction=getattr(args, "direction", DEFAULT_PASS),
             query_tokens=getattr(args, "query_tokens", None),
             kv_heads=getattr(args, "kv_heads", None),
+            num_splits=splits,
         )
 
 
@@ -395,6 +425,7 @@ def bounded_int(most: int, why: str):
 tokens_int = bounded_int(MAX_TOKENS, "the most T a study plans, as in the configuration")
 heads_int = bounded_int(MAX_GRID_YZ, "CUDA's grid limit, which carries B·H, as in the configuration")
 batch_int = bounded_int(MAX_BATCH, "the most B the configuration's total_tokens can make")
+splits_int = bounded_int(MAX_SPLITS, "CUDA's grid limit, which carries the splits, as in the configuration")
 
 
 def seed_int(text: str) -> int:
@@ -440,6 +471,11 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--block-n", type=int, choices=BLOCK_SIZES, help=f"Triton only (default: {DEFAULT_BLOCK})"
+    )
+    parser.add_argument(
+        "--num-splits",
+        type=splits_int,
+        help="key chunks of a split-KV call, e.g. triton_split_kv (default: the path's own rule)",
     )
     parser.add_argument("--sp-dtype", choices=DTYPES, help="S/P dtype of triton_naive (default: --dtype)")
     parser.add_argument(

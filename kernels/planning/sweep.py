@@ -116,31 +116,34 @@ def _combinations(grid: dict, cache_bytes: int | None):
 
 
 def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
-    """Every point of one grid: the product of its lists, blocks for Triton impls only;
-    ``cache_bytes``: the cache size a grid with tokens_across_cache follows."""
+    """Every point of one grid: the product of its lists, blocks for Triton impls only and
+    num_splits for those whose registration takes it; ``cache_bytes``: the cache size a grid
+    with tokens_across_cache follows."""
     out = []
     for impl, tokens, heads, d, dtype, causal, inputs, direction, queries, kv in _combinations(
         grid, cache_bytes
     ):
-        blocks = [tuple(b) for b in grid["blocks"]] if catalog.get(impl).triton else [(None, None)]
-        for batch in batches_for(grid, tokens):
-            for bm, bn in blocks:
-                point = Point(
-                    impl,
-                    batch,
-                    heads,
-                    tokens,
-                    d,
-                    dtype,
-                    causal,
-                    bm,
-                    bn,
-                    inputs=inputs,
-                    direction=direction,
-                    query_tokens=queries,
-                    kv_heads=kv,
-                )
-                out.append(point)
+        entry = catalog.get(impl)
+        blocks = [tuple(b) for b in grid["blocks"]] if entry.triton else [(None, None)]
+        splits = grid.get("num_splits", [None]) if "num_splits" in entry.options else [None]
+        for batch, (bm, bn), split in itertools.product(batches_for(grid, tokens), blocks, splits):
+            point = Point(
+                impl,
+                batch,
+                heads,
+                tokens,
+                d,
+                dtype,
+                causal,
+                bm,
+                bn,
+                inputs=inputs,
+                direction=direction,
+                query_tokens=queries,
+                kv_heads=kv,
+                num_splits=split,
+            )
+            out.append(point)
     return out
 
 
@@ -169,6 +172,22 @@ def groups(points: list[Point]) -> dict[tuple[str, str], list[Point]]:
     return dict(sorted(out.items()))
 
 
+def _registered(grid: dict, known: list[str], problems: list) -> tuple[dict | None, str | None]:
+    """The grid with the implementations the registry knows (None where none is left), and
+    the warning naming those left out; a ValueError where a name is unknown and no plugin
+    failed to load (``registered_only`` says why)."""
+    unknown = [impl for impl in grid["impls"] if impl not in known]
+    if unknown and not problems:
+        raise ValueError(
+            f"impls {', '.join(unknown)} not registered; registered implementations are {', '.join(known)}"
+        )
+    warning = None
+    if unknown:
+        warning = f"impls {', '.join(unknown)} left out ({'; '.join(map(str, problems))})"
+    impls = [impl for impl in grid["impls"] if impl in known]
+    return (grid | {"impls": impls} if impls else None), warning
+
+
 def registered_only(sweep: list[dict]) -> tuple[list[dict], list[str]]:
     """The grids with every implementation checked against the registry (kernels.catalog).
     A name nobody registered is an error naming it and the registered ones, unless a plugin
@@ -177,19 +196,36 @@ def registered_only(sweep: list[dict]) -> tuple[list[dict], list[str]]:
     known, problems = catalog.names(), catalog.problems()
     kept, warnings = [], []
     for index, grid in enumerate(sweep):
-        unknown = [impl for impl in grid["impls"] if impl not in known]
-        if unknown and not problems:
-            raise ValueError(
-                f"sweep grid {index}: impls {', '.join(unknown)} not registered; registered "
-                f"implementations are {', '.join(known)}"
-            )
-        if unknown:
-            failed = "; ".join(map(str, problems))
-            warnings.append(f"sweep grid {index}: impls {', '.join(unknown)} left out ({failed})")
-        impls = [impl for impl in grid["impls"] if impl in known]
-        if impls:
-            kept.append(grid | {"impls": impls})
+        try:
+            found, warning = _registered(grid, known, problems)
+        except ValueError as err:
+            raise ValueError(f"sweep grid {index}: {err}") from None
+        warnings += [f"sweep grid {index}: {warning}"] if warning else []
+        kept += [found] if found else []
     return kept, warnings
+
+
+def planned(sweep: dict | list[dict], cache_bytes: int | None) -> tuple[list[dict], list[str], list[Point]]:
+    """The sweep as the workflow plans it: its grids checked against the registry and
+    resolved (``registered_only``, ``resolved``), the warnings of what was left out, and its
+    points, each once. A grid that cannot be planned (a name nobody registered, a span past
+    the longest T, kv_heads that do not divide heads, ...) is refused by its index in the
+    configuration, ``sweep grid 1: ...``, the grid a user counts (resolving splits a grid
+    that follows the cache into one per dtype)."""
+    given = sweep if isinstance(sweep, list) else [sweep]
+    known, problems = catalog.names(), catalog.problems()
+    grids, warnings, found = [], [], []
+    for index, grid in enumerate(given):
+        name = f"sweep grid {index}" if isinstance(sweep, list) else "sweep"
+        try:
+            kept, warning = _registered(grid, known, problems)
+            warnings += [f"{name}: {warning}"] if warning else []
+            mine = resolved([kept], cache_bytes) if kept else []
+            found += [point for each in mine for point in grid_points(each)]
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
+        grids += mine
+    return grids, warnings, list(dict.fromkeys(found))
 
 
 def product_shapes(points: list[Point], device: str) -> list[str]:

@@ -59,6 +59,7 @@ CASE = ["batch", "heads", "kv_heads", "tokens", "head_dim", "dtype", "causal"]
 SHAPE = [c for c in CASE if c != "kv_heads"]
 # a measured point apart from its K/V heads: its twin with a K/V head per query head shares it
 TWIN = ["impl", "batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "block_m", "block_n"]
+TWIN += ["num_splits"]
 NOT_MODELLED = "not modelled"
 
 # what each section shows, for the sentence it shows instead when the study has nothing for it
@@ -109,7 +110,9 @@ def decode_points(metrics: pd.DataFrame) -> pd.DataFrame:
     """The study's points at one query row (none in a table written before the dimension)."""
     if "query_tokens" not in metrics.columns:
         return metrics.iloc[0:0]
-    return metrics[metrics["query_tokens"] == DECODE]
+    found = metrics[metrics["query_tokens"] == DECODE]
+    # a table written before num_splits has no column of it: every point at its path's own rule
+    return found.assign(num_splits=found.get("num_splits", pd.Series(pd.NA, index=found.index)))
 
 
 def why_no_decode(metrics: pd.DataFrame) -> str | None:
@@ -526,6 +529,9 @@ def counted_table(metrics: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     shown = ["impl", "query_tokens", "tokens", "dtype", "heads", "kv_heads", "traffic_compulsory_bytes"]
     table = data[shown].copy()
+    splits = data.get("num_splits", pd.Series(pd.NA, index=data.index))
+    if splits.notna().any():  # a sweep that sets num_splits: which count each row asked for (–: none)
+        table.insert(1, "num_splits", splits.map(lambda n: "–" if pd.isna(n) else f"{int(n):,}"))
     table["traffic_model_bytes"] = data["traffic_model_bytes"]
     table["traffic_counted_bytes"] = data["traffic_counted_bytes"]
     off = (data["traffic_counted_bytes"] - data["traffic_model_bytes"]).astype("Int64")

@@ -119,9 +119,10 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     """Every planned point: what it is, its status and reason, and links to its record and
     its log (paths as the workflow wrote them, relative to results/)."""
     where = pd.DataFrame(files) if files else pd.DataFrame(columns=[*POINT_KEY, "record", "log"])
-    for column in ("block_m", "block_n"):
-        where[column] = pd.array(where[column], dtype="Int64")
-        metrics = metrics.assign(**{column: pd.array(metrics[column], dtype="Int64")})
+    for column in ("block_m", "block_n", "num_splits"):  # absent from tables written before num_splits
+        where[column] = pd.array(where.get(column, pd.Series(pd.NA, index=where.index)), dtype="Int64")
+        found = metrics.get(column, pd.Series(pd.NA, index=metrics.index))
+        metrics = metrics.assign(**{column: pd.array(found, dtype="Int64")})
     # a forward and a backward point share every other field; records from before passes are forward's
     where = where.assign(
         **{"pass": where.get("pass", pd.Series("forward", index=where.index)).fillna("forward")}
@@ -150,6 +151,7 @@ def points_table(metrics: pd.DataFrame, files: list[dict]) -> str:
     body = []
     for r in rows.itertuples(index=False):
         blocks = f"{r.block_m}×{r.block_n}" if pd.notna(r.block_m) else "–"
+        blocks += f", {r.num_splits} splits" if pd.notna(r.num_splits) else ""
         links = " · ".join(
             _link(path, label)
             for path, label in ((r.record, "record"), (r.log, "log"))

@@ -43,8 +43,9 @@ class Input:
     leaf: str | None = None
 
 
-# the key columns a page needs (the inference dimensions are read where a table has them)
-POINT_KEY = [k for k in RECORD_KEY if k not in INFERENCE_DIMS]
+# the key columns a page needs (the inference dimensions and num_splits are read where a table
+# has them: one written before them lacks them)
+POINT_KEY = [k for k in RECORD_KEY if k not in (*INFERENCE_DIMS, "num_splits")]
 
 METRICS = (
     *[k for k in POINT_KEY if k != "device"],

@@ -49,16 +49,16 @@ except ValueError as err:
     raise WorkflowError(str(err)) from None
 for problem in PLUGIN_PROBLEMS:
     logger.warning(f"attnio: {problem}; its implementations are left out")
+# A grid that cannot be planned is refused in one line naming it by its index (sweep grid 1)
+# and the field, as the schema's refusals are (config_file.smk).
 try:
-    config["sweep"] = attnio_sweep.resolved(config["sweep"], CACHE_BYTES)
-    config["sweep"], LEFT_OUT = attnio_sweep.registered_only(config["sweep"])
+    config["sweep"], LEFT_OUT, POINTS = attnio_sweep.planned(config["sweep"], CACHE_BYTES)
 except ValueError as err:
-    raise WorkflowError(f"sweep: {err}") from None
+    raise WorkflowError(f"config: {err}") from None
 for warning in LEFT_OUT:
     logger.warning(f"attnio: {warning}")
 if not config["sweep"]:
     raise WorkflowError("sweep: no grid has an implementation left to measure")
-POINTS = attnio_sweep.points(config["sweep"])
 # the matrix products the ceilings time in the stages' shapes: the sweep's dtypes, head
 # dimensions and lengths, for the points timed on this device
 PRODUCT_SHAPES = attnio_sweep.product_shapes(POINTS, "cuda" if ON_GPU else "cpu")

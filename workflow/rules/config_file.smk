@@ -8,6 +8,7 @@
 # that is not finite (.nan, .inf: no comparison in the schema catches them), and a float
 # where the schema asks for an integer (3.0: JSON Schema counts it as an integer, but the
 # command line and the planner take integers only).
+import functools
 import math
 import os
 
@@ -16,6 +17,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 import snakemake_internals
+from config_refusal import dotted, refusal
 
 CONFIG_SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 
@@ -37,14 +39,6 @@ def checked_config_file(path):
     refuse_duplicate_keys(path)
     refuse_silent_values(content, f"config file {path}")
     return path
-
-
-def dotted(keys):
-    """limits.call_seconds, sweep[1].tokens[0]: where a value sits."""
-    text = ""
-    for key in keys:
-        text += f"[{key}]" if isinstance(key, int) else f".{key}" if text else str(key)
-    return text or "the top level"
 
 
 def refuse_duplicate_keys(path):
@@ -77,6 +71,20 @@ def refuse_duplicate_keys(path):
             stack.append((value_node, keys + [key_node.value]))
 
 
+def schema_refusal(config):
+    """The merged configuration's one-line refusal against the schema (None where it holds):
+    where the value sits, a grid of the sweep by its index, and what is allowed there, before
+    Snakemake's validation (which fills the defaults) would print a dozen lines of schema."""
+    return refusal(config, config_schema())
+
+
+@functools.cache
+def config_schema():
+    """workflow/schemas/config.schema.yaml, read once (libyaml where it is: our own file)."""
+    with open(CONFIG_SCHEMA, encoding="utf-8") as stream:
+        return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 _STRICT = []  # the validator, made once per run: every config file and --config use it
 
 
@@ -89,8 +97,7 @@ def _strict_integers():
 
 
 def _strict_validator():
-    with open(CONFIG_SCHEMA, encoding="utf-8") as stream:  # our own file: libyaml where it is
-        schema = yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    schema = config_schema()
     base = jsonschema.validators.validator_for(schema)
     checker = base.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int)
 

@@ -59,9 +59,11 @@ def split_plan(
 
 
 def point_plan(point: Point, num_splits: int | None = None) -> tuple[int, int]:
-    """The point's (splits, chunk) (see ``split_plan``)."""
+    """The point's (splits, chunk) (see ``split_plan``), at ``num_splits``, else the point's
+    own (its num_splits, None where it leaves the count to the rule)."""
     rows = point.group_size * point.queries
-    return split_plan(point.kv_groups, rows, point.tokens, point.block_m, point.block_n, num_splits)
+    asked = point.num_splits if num_splits is None else num_splits
+    return split_plan(point.kv_groups, rows, point.tokens, point.block_m, point.block_n, asked)
 
 
 @lru_cache(maxsize=4096)
@@ -83,8 +85,8 @@ def key_rows(queries: int, group: int, tokens: int, block_m: int, block_n: int, 
 
 
 def as_issued(point: Point, num_splits: int | None = None) -> dict[tuple[str, str, str], int]:
-    """Bytes by (kernel, tensor, op) as the kernels issue them, at the default split count or
-    ``num_splits``."""
+    """Bytes by (kernel, tensor, op) as the kernels issue them, at the point's split count
+    (its num_splits, else the default) or ``num_splits``."""
     splits, _ = point_plan(point, num_splits)
     d, e = point.head_dim, point.e
     rows = point.groups * point.queries  # B·H·query_tokens: O's rows
@@ -113,8 +115,9 @@ def working(point: Point) -> int:
 
 
 def programs(point: Point, sms: int | None = None) -> int:
-    """Programs the partial kernel launches: row blocks × B·kv_heads × splits, at the default
-    split count. ``sms`` (a GPU's) does not change it: the default is planned for TARGET_SMS on
-    every machine, so that the call and this model agree wherever they run."""
+    """Programs the partial kernel launches: row blocks × B·kv_heads × splits, at the point's
+    split count (its num_splits, else the default). ``sms`` (a GPU's) does not change it: the
+    default is planned for TARGET_SMS on every machine, so that the call and this model agree
+    wherever they run."""
     splits, _ = point_plan(point)
     return cdiv(point.group_size * point.queries, point.block_m) * point.kv_groups * splits
