@@ -146,7 +146,8 @@ def main(smk) -> dict:
     gpu = GPUS[gpu_name] if gpu_name else None
     ceilings_json = Path(params.ceilings_json)
     ceilings = json.loads(ceilings_json.read_text()) if ceilings_json.exists() else None
-    pool = budget.recorded(jobs)
+    damaged: list[str] = []
+    pool = budget.recorded(jobs, damaged)
     # what no record of the last run here stands for is calibrated: on those measure jobs'
     # points, or for other rules alone on the study's smallest point
     unknown = [j for j in jobs if not j.basis and not any(budget.related(r, j) for r in pool)]
@@ -157,7 +158,7 @@ def main(smk) -> dict:
         pool, ceilings = pool + calibrated, ceilings or calibrated_ceilings
     study = machine(smk, params.device, ceilings, gpu)
     rehearsal = params.device == "cuda" and not here
-    left_out = budget.cost_jobs(jobs, pool, measure_adjustment(pool, study, rehearsal))
+    left_out = budget.cost_jobs(jobs, pool, measure_adjustment(pool, study, rehearsal)) + damaged
     if rehearsal:
         left_out.append("a rehearsal: no GPU here, so the records are this machine's")
     found = budget.estimate(jobs, params.cores, snakemake_s, left_out)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kernels import catalog
-from kernels.io.benchmarks import read_record
+from kernels.io.benchmarks import DAMAGED, read_records
 from kernels.models import cost, expected, predict
 from kernels.planning.gpus import Gpu
 from kernels.planning.point import Point
@@ -156,11 +156,26 @@ def point_work(point: Point, machine: Machine, interpreted: float = 0.0) -> floa
     return launches * timing_window(call, machine) + call + check
 
 
-def recorded(jobs: list[Job]) -> list[Job]:
-    """The jobs the last run here left a benchmark record for, costed from it."""
+NAMED_DAMAGED = 3  # damaged records named in what is left out; the rest counted
+
+
+def recorded(jobs: list[Job], left_out: list[str] | None = None) -> list[Job]:
+    """The jobs the last run here left a whole benchmark record for, costed from it. The
+    records are read as the index reads them (kernels.io.benchmarks.read_records): only the
+    planned jobs' (a stale one stands for no job), and a damaged one (cut short, unreadable)
+    stands for nothing, said in ``left_out``."""
+    records = read_records([job.benchmark for job in jobs if job.benchmark])
     for job in jobs:
-        if job.benchmark and (own := read_record(job.benchmark)):
+        if job.benchmark and (own := records.found.get(job.benchmark)):
             job.seconds, job.basis = own["wall_s"], "benchmark"
+    if records.damaged and left_out is not None:
+        named = [f"{path} ({why})" for path, why in list(records.damaged.items())[:NAMED_DAMAGED]]
+        more = len(records.damaged) - len(named)
+        left_out.append(
+            f"{len(records.damaged)} benchmark record(s) {DAMAGED}, their jobs costed as if they had none: "
+            + ", ".join(named)
+            + (f" and {more} more" if more else "")
+        )
     return [job for job in jobs if job.basis == "benchmark"]
 
 
