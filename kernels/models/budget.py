@@ -253,12 +253,25 @@ def estimate(jobs: list[Job], cores: int, snakemake_s: float, left_out: list[str
 
 
 def summary(found: dict) -> list[str]:
-    """The estimate in a few lines, for a console."""
+    """The estimate in a few lines, for a console: where a study asks for a device this
+    machine lacks (``device_absent``: the gates' reason), that every point would be skipped
+    here, and that the estimate is a rehearsal of the plan on the GPU it is sized for; the
+    points a gate will skip, by reason."""
+    points, absent = found.get("points", "?"), found.get("device_absent")
+    target = found.get("gpu") or found.get("device")
+    where = f"as a rehearsal of the {target} plan with this machine's records" if absent else f"on {target}"
     lines = [
-        f"estimated {found['total_s']:.0f} s for {found.get('points', '?')} points on "
-        f"{found.get('gpu') or found.get('device')} ({found['cores']} cores): Snakemake "
-        f"{found['snakemake_s']:.1f} s + jobs {found['schedule_s']:.0f} s"
+        f"estimated {found['total_s']:.0f} s for {points} points {where} ({found['cores']} cores): "
+        f"Snakemake {found['snakemake_s']:.1f} s + jobs {found['schedule_s']:.0f} s"
     ]
+    if absent:
+        lines.append(
+            f"  this machine has no {found['device'].upper()} device: run here, every one of the {points} "
+            f"points would be skipped ({absent})"
+        )
+    else:
+        skipped = found.get("skipped_points", {}).items()
+        lines += [f"  skipped: {n} point{'s' * (n != 1)}: {why}" for why, n in skipped]
     for rule, e in found["rules"].items():
         lines.append(
             f"  {rule:16s} {e['jobs']:4d} jobs {e['seconds']:8.1f} s of work, {e['first_start_s']:6.0f} s to "
