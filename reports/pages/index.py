@@ -603,7 +603,7 @@ def render(
     stage_times: pd.DataFrame | None = None,
     failed_pages: list[dict] | None = None,
     training: tuple | None = None,
-    time: tuple[pd.DataFrame, str, str] | None = None,
+    time: tuple[pd.DataFrame, str, str, pd.DataFrame, str] | None = None,
 ) -> str:
     """The index page; ``failed_pages``: each page that did not render (failed_page);
     ``training``: the backward points' table, the training shape's and the crossing's (the
