@@ -306,7 +306,7 @@ def test_the_calibration_finds_a_plugin_beside_the_studys_config(tmp_path, monke
     assert done.stdout.strip() == "here", done.stderr[-500:]
 
 
-@pytest.mark.integration  # make integration: a calibration (about a minute on two cores)
+@pytest.mark.integration  # make integration: a calibration (2.5 min on two busy cores)
 def test_the_budget_of_a_study_with_a_plugin_beside_its_config_calibrates_it(tmp_path):
     """A study of a plugin module in the study's own folder, run there (as the study itself
     runs): its budget's calibration, in a scratch folder, finds the plugin too and measures

@@ -1,5 +1,6 @@
 """Thin entry point of rule budget: results/budget.json, the study's estimated duration on
-this machine (kernels.estimate)."""
+this machine (kernels.estimate). An estimate that cannot be made is one line, in the log and
+on the console: what failed and why (kernels.estimate.BudgetError)."""
 
 import json
 
@@ -8,11 +9,16 @@ from kernels.io.atomic import write_text_atomic
 from kernels.io.script_log import logged_to
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
-try:
-    with logged_to(smk.log[0]):
+failed = None
+with logged_to(smk.log[0]):
+    try:
         estimate = main(smk)
+    except BudgetError as err:
+        failed = f"error: the estimate failed: {err}"
+        print(failed)
+    else:
         print("\n".join(estimate["summary"]))
         print(json.dumps(estimate, indent=1))
         write_text_atomic(smk.output[0], json.dumps(estimate, indent=1) + "\n")
-except BudgetError as err:  # one line on the console (the log has it too, with the traceback)
-    raise SystemExit(f"error: the estimate failed: {err}") from None
+if failed:
+    raise SystemExit(failed)
