@@ -1,5 +1,11 @@
 """Where a run's time went: Snakemake's ``benchmark:`` record of each job of the study read
-into two tables, a row per job and a row per rule.
+into two tables, a row per job and a row per rule, and a third naming the records left out.
+
+One reader (``read_records``) serves the index's tables and the budget (kernels.models.budget):
+only the records of the study's jobs count (``study_records``: each rule's pattern filled in
+with the study's points); any other under the folder is stale (a point no longer in the
+sweep), and one of the study's that is empty, cut to its header or unreadable is damaged.
+Neither is counted; both are named.
 
 A job's record is results/benchmarks/<rule>.tsv for a rule without wildcards, else
 results/benchmarks/<rule>/<job>.tsv, <job> spelled as its log's path under results/logs/
@@ -225,8 +231,7 @@ def read_records(
         except FileNotFoundError:
             continue
         except DamagedBenchmarkError as err:
-            if os.path.exists(path):
-                records.damaged[path] = str(err)
+            records.damaged[path] = str(err)
     for path in on_disk:
         if os.path.abspath(path) not in known and _rule_of(path, where) not in leave_out:
             records.stale.append(path)
