@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES, INFERENCE_DIMS
+from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES, INFERENCE_DIMS, NAME_LIMIT
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
@@ -53,7 +53,10 @@ STORES: tuple[str, ...] = ("SP", "S", "none")
 # PyTorch's autograd graph), or a module with the backward contract of kernels.impl.autograd
 # (forward_saving, backward, planned_backward_launches, SAVED).
 AUTOGRAD = "autograd"
-NAME = re.compile(r"[a-z][a-z0-9_]*")
+# an implementation's name: lower-case letters, digits and _, starting with a letter, at most
+# NAME_LIMIT characters (it names files); name_problem says which rule a name breaks
+FIRST, REST = "[a-z]", "[a-z0-9_]"
+NAME = re.compile(rf"{FIRST}{REST}{{0,{NAME_LIMIT - 1}}}")
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # A traffic model: the point → bytes by (kernel, tensor, op), as the interpreter counts them
 # (kernel: the @triton.jit function's name without "_kernel"; tensor: its argument's name).
@@ -324,11 +327,32 @@ def _materialized(name: str) -> bool:
     return name in _registered and _registered[name].materialized
 
 
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name an implementation (the rule NAME holds it to), or None."""
+    if not isinstance(name, str) or not re.fullmatch(rf"{FIRST}{REST}*", name):
+        return "a name is lower-case letters, digits and _, starting with a letter"
+    if len(name) > NAME_LIMIT:
+        return (
+            f"a name is at most {NAME_LIMIT} characters (this one has {len(name):,}): it is part of "
+            "file names, which the file system holds to 255 bytes"
+        )
+    return None
+
+
+def shown_name(name: object) -> str:
+    """A name as a message shows it: a long one cut after its first 40 characters."""
+    return (
+        f"{name[:40]!r}… ({len(name):,} characters)"
+        if isinstance(name, str) and len(name) > 48
+        else repr(name)
+    )
+
+
 def _check(entry: Implementation) -> None:
     """Refuse what the study could not plan, naming the field and what is allowed."""
-    where = f"implementation {entry.name!r} (from {entry.origin})"
-    if not isinstance(entry.name, str) or not NAME.fullmatch(entry.name):
-        raise PluginError(f"{where}: a name is lower-case letters, digits and _, starting with a letter")
+    where = f"implementation {shown_name(entry.name)} (from {entry.origin})"
+    if why := name_problem(entry.name):
+        raise PluginError(f"{where}: {why}")
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")

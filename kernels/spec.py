@@ -16,6 +16,10 @@ SDPA_IMPLEMENTATIONS: dict[str, str | None] = {"sdpa": None} | {f"sdpa_{b}": b f
 # the folders of kernels.paths), each with what it stores, its twin and its models.
 # The twin a path that does not store S and P is measured against unless it names one
 BUILTIN_PACKAGE = "kernels.paths"  # where our paths register (a record's origin starts with it)
+# An implementation's name is part of file names (results/validate/<name>_<dtype>_<blocks>.json,
+# their temporaries, logs and benchmark records), which a file system holds to 255 bytes: at
+# most 64 characters leaves room for every other field at its longest (tests/test_catalog.py).
+NAME_LIMIT = 64
 DEFAULT_TWIN = "torch_naive"
 TRITON_TWIN = "triton_naive"  # the materialized Triton path our other Triton paths are held against
 REFERENCE = "reference"  # the float64 definition every path is checked against

@@ -5,6 +5,7 @@ index's section that shows them."""
 
 import re
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -87,7 +88,8 @@ def test_every_rule_that_runs_code_has_a_benchmark_spelled_as_its_log():
 
 
 def test_each_job_is_a_row_and_a_warm_workers_line_replaces_its_clients_use(results):
-    rows = benchmarks.job_rows(results / "benchmarks", results / "logs", leave_out=["index"])
+    marks = results / "benchmarks"
+    rows = benchmarks.job_rows(benchmarks.read_records(None, marks, ["index"]), marks, results / "logs")
     by_job = {(r["rule"], r["job"]): r for r in rows}
     assert set(by_job) == {
         ("env", "env"),
@@ -113,7 +115,9 @@ def test_each_job_is_a_row_and_a_warm_workers_line_replaces_its_clients_use(resu
 
 
 def test_rules_are_added_up_the_most_time_first(results):
-    rules = benchmarks.rule_rows(benchmarks.job_rows(results / "benchmarks", results / "logs", ["index"]))
+    marks = results / "benchmarks"
+    records = benchmarks.read_records(None, marks, ["index"])
+    rules = benchmarks.rule_rows(benchmarks.job_rows(records, marks, results / "logs"))
     assert [r["rule"] for r in rules] == ["report_notebook", "measure", "env", "gather"]
     measure = rules[1]
     assert (measure["jobs"], measure["total_wall_s"], measure["median_wall_s"], measure["max_wall_s"]) == (
@@ -131,7 +135,8 @@ def test_rules_are_added_up_the_most_time_first(results):
 
 def test_the_tables_are_written_and_read_back_by_the_index(results, tmp_path):
     jobs_csv, rules_csv = results / "benchmarks.csv", results / "benchmarks_by_rule.csv"
-    benchmarks.write_tables(results / "benchmarks", results / "logs", jobs_csv, rules_csv, ["index"])
+    tables = (jobs_csv, rules_csv, results / "benchmarks_left_out.csv")
+    benchmarks.write_tables(results / "benchmarks", results / "logs", tables, ["index"])
     jobs, rules = pd.read_csv(jobs_csv), pd.read_csv(rules_csv)
     assert list(jobs.columns) == list(benchmarks.JOB_COLUMNS) and len(jobs) == 5
     assert list(rules.columns) == list(benchmarks.RULE_COLUMNS) and len(rules) == 4
@@ -145,12 +150,114 @@ def test_the_tables_are_written_and_read_back_by_the_index(results, tmp_path):
     assert cells[:2] == [("report_notebook", "1", "7", "48.2"), ("measure", "2", "6", "41.4")]
 
     empty = tmp_path / "none"
-    benchmarks.write_tables(empty, None, empty.with_suffix(".jobs.csv"), empty.with_suffix(".rules.csv"))
+    benchmarks.write_tables(
+        empty, None, tuple(empty.with_suffix(f".{n}.csv") for n in ("jobs", "rules", "left"))
+    )
     assert empty.with_suffix(".rules.csv").read_text() == ",".join(benchmarks.RULE_COLUMNS) + "\n"
     from reports.pages import inputs
 
     none = index.time_spent(inputs.read("benchmarks_by_rule", empty.with_suffix(".rules.csv")), "a", "b")
-    assert "No job left a benchmark record" in none
+    assert "No job of this study left a benchmark record" in none
+
+
+def test_stale_and_damaged_records_are_left_out_and_named_by_the_index_and_the_budget(results):
+    """One reader for the index's tables and the budget: a record of a point no longer in the
+    sweep (500 s of it would be most of the run) is stale, one cut to its header or full of
+    garbage is damaged; neither is counted, and the page names each kind with its files."""
+    marks = results / "benchmarks"
+    stale = marks / "measure" / "sdpa/float32/B1-H1-T999-d16-causal-na-normal.tsv"
+    record(stale, (500.0, 1.0, 10.0, 0, 0))
+    cut, garbage = marks / "measure" / f"{OTHER}.tsv", marks / "collect.tsv"
+    cut.write_text(HEAD)
+    garbage.write_bytes(b"\xff\x00\x9c garbage \x01" * 40)
+    planned = [f"{marks}/{name}.tsv" for name in ("env", f"measure/{POINT}", f"measure/{OTHER}")]
+    planned += [f"{marks}/{name}.tsv" for name in ("gather/sdpa_float32", "report_notebook/storage")]
+    planned += [f"{marks}/{name}.tsv" for name in ("collect", "index", "model")]  # model: not yet run
+    found = benchmarks.read_records(planned, marks, ["index"])
+    assert found.stale == [
+        str(marks / "measure" / "sdpa/float32/B1-H1-T999-d16-causal-na-normal.tsv"),
+        str(marks / "notes.tsv"),
+    ]
+    assert found.damaged == {
+        str(cut): "cut to its header: no row",
+        str(garbage): "unreadable: not text",
+    }
+    tables = tuple(
+        results / f"{name}.csv" for name in ("benchmarks", "benchmarks_by_rule", "benchmarks_left_out")
+    )
+    jobs, rules, left = benchmarks.write_tables(marks, results / "logs", tables, ["index"], planned)
+    assert {(j["rule"], j["job"]) for j in jobs} == {
+        ("env", "env"),
+        ("measure", POINT),
+        ("gather", "sdpa_float32"),
+        ("report_notebook", "storage"),
+    }
+    assert sum(r["share_of_wall"] for r in rules) == pytest.approx(1.0, abs=0.002)
+    assert max(r["total_wall_s"] for r in rules) < 500
+    assert [(r["left_out"], r["benchmark"]) for r in left] == [
+        (benchmarks.STALE, "benchmarks/measure/sdpa/float32/B1-H1-T999-d16-causal-na-normal.tsv"),
+        (benchmarks.STALE, "benchmarks/notes.tsv"),
+        (benchmarks.DAMAGED, f"benchmarks/measure/{OTHER}.tsv"),
+        (benchmarks.DAMAGED, "benchmarks/collect.tsv"),
+    ]
+    from reports.pages import inputs
+
+    section = index.time_spent(
+        inputs.read("benchmarks_by_rule", tables[1]),
+        "j",
+        "r",
+        inputs.read("benchmarks_left_out", tables[2]),
+        "l",
+    )
+    said = re.search(r"Left out of these tables: ([^<]*)", section)[1]
+    assert f"{benchmarks.STALE} (2 records): " in said and f"{benchmarks.DAMAGED} (2 records): " in said
+    assert "benchmarks/measure/sdpa/float32/B1-H1-T999-d16-causal-na-normal.tsv" in said
+    assert f"benchmarks/measure/{OTHER}.tsv (cut to its header: no row)" in said
+    assert "benchmarks/collect.tsv (unreadable: not text)" in said and "<a href='l'>" in section
+    # the budget: the same records stand for their jobs, the damaged ones said
+    from kernels.models import budget
+
+    jobs = [budget.Job(Path(p).parent.name, str(i), benchmark=p) for i, p in enumerate(planned)]
+    said = []
+    costed = budget.recorded(jobs, said)
+    assert {j.benchmark for j in costed} == set(found.found) | {f"{marks}/index.tsv"}
+    assert len(said) == 1 and said[0].startswith(f"2 benchmark record(s) {benchmarks.DAMAGED}")
+    assert str(cut) in said[0] and str(garbage) in said[0]
+
+
+def test_a_benchmark_record_is_damaged_unless_whole(tmp_path):
+    """Empty, cut to its header, another header, no number of seconds, negative seconds: each
+    named; a row whose memory was not sampled (NA) is whole."""
+    path = tmp_path / "x.tsv"
+    for text, why in (
+        ("", "empty"),
+        (HEAD, "cut to its header: no row"),
+        ("a\tb\n1\t2\n", "not a benchmark record: its header is not Snakemake's"),
+        (HEAD + "x\t" * 9 + "x\n", "no wall time (s) in any row"),
+        (HEAD + "-3\t" * 9 + "1\n", "a negative wall time: -3.0 s"),
+    ):
+        path.write_text(text)
+        with pytest.raises(benchmarks.DamagedBenchmarkError, match=re.escape(why)):
+            benchmarks.parse_record(path)
+        assert benchmarks.read_record(path) is None
+    record(path, (0.5, None, None, None, None))
+    assert benchmarks.parse_record(path)["wall_s"] == 0.5
+
+
+def test_the_studys_records_are_its_rules_patterns_filled_with_its_points():
+    """The index's list of the study's records: a rule without wildcards has its one; a rule
+    with wildcards one per point (or report) that has them all."""
+    patterns = ["b/env.tsv", "b/gather/{impl}_{dtype}.tsv", "b/report/{report}.tsv"]
+    fills = [
+        {"impl": "sdpa", "dtype": "float32", "tokens": 1},
+        {"impl": "sdpa", "dtype": "float32", "tokens": 2},
+    ]
+    fills += [{"report": "storage"}]
+    assert benchmarks.study_records(patterns, fills) == [
+        "b/env.tsv",
+        "b/gather/sdpa_float32.tsv",
+        "b/report/storage.tsv",
+    ]
 
 
 def test_the_usage_line_reads_back_and_a_log_without_one_has_none(tmp_path):

@@ -4,10 +4,13 @@ else from the calibration's records of its rule, the jobs scheduled as the workf
 the shipped GPU study, as Snakemake plans it, within its limit on a slow GPU host."""
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
+import yaml
 from workflow_run import ROOT, env
 
 from kernels.models import budget
@@ -147,6 +150,38 @@ def test_a_points_work_is_its_timing_window_and_nothing_when_a_gate_skips_it():
     assert 0 < budget.point_work(fused, gpu) < 5.0
 
 
+def test_a_cuda_study_where_there_is_none_says_every_point_would_be_skipped_and_why():
+    """`device: cuda` on a machine without one: the summary does not read as an estimate made
+    on a GPU, and says that run here every point would be skipped, with the gates' own reason."""
+    from kernels.estimate import skipped_points
+    from kernels.measure.gates import device_absent
+
+    points = [
+        Point("sdpa", 1, 1, 64, 16, "float32", True),
+        Point("triton_flash", 1, 1, 64, 16, "float16", True),
+    ]
+    gpu = budget.Machine("cuda", 2, gpu=GPUS["H200"])
+    # the gates' reason here (a CPU-only machine); where there is a GPU, one standing for it
+    reason = device_absent("cuda") or "the gates' reason for a device that is absent"
+    assert skipped_points(points, gpu, reason) == {reason: 2}
+    assert skipped_points(points, gpu, None) == {}  # on an H200 both run
+    cpu = budget.Machine("cpu", 2, interpreter_limit=16)
+    assert skipped_points(points, cpu, None) == {"over the interpreter limit": 1}
+    jobs = [budget.Job("measure", "1", seconds=3.0)]
+    found = budget.estimate(jobs, 2, 1.0, []) | {"device": "cuda", "gpu": "H200", "points": 2}
+    said = budget.summary(found | {"device_absent": reason, "skipped_points": {reason: 2}})
+    assert "on H200" not in said[0] and "as a rehearsal of the H200 plan" in said[0]
+    whole = "this machine has no CUDA device: run here, every one of the 2 points would be skipped"
+    assert said[1] == f"  {whole} ({reason})"
+    said = budget.summary(
+        found | {"device": "cpu", "gpu": None, "skipped_points": {"over the interpreter limit": 1}}
+    )
+    assert (
+        said[0].startswith("estimated 4 s for 2 points on cpu")
+        and said[1] == "  skipped: 1 point: over the interpreter limit"
+    )
+
+
 # A slow GPU host, per job of each rule as its calibration would record it: a build 25 s (1.5 s
 # per variant), a validation 10 s (22 cases at 0.3 s; the preflight, which scripts/gpu_study.sh
 # runs first, filled Triton's cache), a measure job 3 s, a script 4 s, a page 8 s: each several
@@ -194,3 +229,116 @@ def test_the_gpu_studys_estimate_is_made_in_a_rehearsal(tmp_path):
     said = "\n".join(found["summary"])
     assert (found["gpu"], found["points"], found["rules"]["measure"]["jobs"]) == ("H200", 82, 82), said
     assert found["calibrated_for"] > 0 and "a rehearsal" in said and 0 < found["total_s"] < 480, said
+    # run here, every point would be skipped, and the summary says why as the gates do
+    from kernels.measure.gates import device_absent
+
+    assert found["device_absent"] == device_absent("cuda") and found["skipped_points"] == {
+        device_absent("cuda"): 82
+    }
+    assert (
+        f"no CUDA device: run here, every one of the 82 points would be skipped ({device_absent('cuda')})"
+        in said
+    )
+
+
+# --- the calibration: found as the study finds its plugins; a failure in one line -----------
+
+# A nested run's output as Snakemake 9 prints it: a job failed, then Snakemake's closing lines.
+JOB_FAILED = """[Mon Dec  7 11:24:33 2026]
+Error in rule validate:
+    message: None
+    jobid: 3
+    output: results/validate/my_torch_float32_na.json
+    log: results/logs/validate/my_torch_float32_na.log (check log file(s) for error details)
+    shell:
+        python -m kernels validate --impl my_torch > results/logs/validate/my_torch_float32_na.log 2>&1
+        (one of the commands exited with non-zero exit code; note that snakemake uses bash strict mode!)
+
+Shutting down, this might take some time.
+Exiting because a job execution failed. Look above for error messages
+WorkflowError:
+At least one job did not complete successfully.
+"""
+# ... and one stopped before any job, after the planner's warning
+STOPPED = """attnio: plugin myplug: import failed: ModuleNotFoundError: No module named 'myplug'; its implementations are left out
+WorkflowError in file "/work/attnio/workflow/rules/common.smk", line 60:
+sweep: no grid has an implementation left to measure
+  File "/work/attnio/workflow/rules/common.smk", line 60, in <module>
+"""  # noqa: E501
+
+
+def test_a_failed_nested_run_is_one_line_naming_the_job_its_last_error_and_its_log(tmp_path):
+    from kernels.io.snakemake_failure import why_failed
+
+    log = tmp_path / "results/logs/validate/my_torch_float32_na.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "    import myplug\nModuleNotFoundError: No module named 'myplug'\n\n"
+    )
+    said = why_failed(JOB_FAILED, tmp_path)
+    assert said == f"its validate job failed: ModuleNotFoundError: No module named 'myplug' (log: {log})"
+    log.unlink()
+    assert why_failed(JOB_FAILED, tmp_path) == f"its validate job failed: its log says nothing (log: {log})"
+    said = why_failed(STOPPED, tmp_path)
+    assert said.startswith(
+        "WorkflowError: sweep: no grid has an implementation left to measure (after: plugin myplug"
+    )
+    assert "No module named 'myplug'" in said and "\n" not in said
+    assert why_failed("Using a profile\nsomething broke\n\n", tmp_path) == "something broke"
+
+
+def test_the_calibration_finds_a_plugin_beside_the_studys_config(tmp_path, monkeypatch):
+    """The calibration runs in a scratch folder: the study's folder goes first on its module
+    path (after it, what the study had), as the study's own Snakemake, run there, has it."""
+    from kernels.estimate import environment
+
+    study, scratch = tmp_path / "study", tmp_path / "scratch"
+    study.mkdir(), scratch.mkdir()
+    (study / "beside_the_config.py").write_text("FOUND = 'here'\n")
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setenv("ATTNIO_PLUGINS", "beside_the_config")
+    env = environment(study)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(study), "/elsewhere"]
+    assert env["ATTNIO_PLUGINS"] == "beside_the_config" and "ATTNIO_INTERPRET" not in env
+    code = "import beside_the_config; print(beside_the_config.FOUND)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "here", done.stderr[-500:]
+
+
+@pytest.mark.integration  # make integration: a calibration (2.5 min on two busy cores)
+def test_the_budget_of_a_study_with_a_plugin_beside_its_config_calibrates_it(tmp_path):
+    """A study of a plugin module in the study's own folder, run there (as the study itself
+    runs): its budget's calibration, in a scratch folder, finds the plugin too and measures
+    its point; without it the calibration had no implementation to measure and failed."""
+    (tmp_path / "beside.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            from kernels.catalog import implementation
+
+
+            @implementation("beside_torch", stores="SP", twin="torch_naive")
+            def beside_torch(q, k, v, *, causal):
+                s = (q.float() @ k.float().transpose(-1, -2)) / q.shape[-1] ** 0.5
+                if causal:
+                    future = torch.ones(s.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
+                    s = s.masked_fill(future, float("-inf"))
+                return (s.softmax(-1) @ v.float()).to(q.dtype)
+            """
+        )
+    )
+    config = {"device": "cpu", "plugins": ["beside"], "timing": {"cpu_seconds": 0.3, "stage_seconds": 0.1}}
+    config |= {"build": {"candidates": False, "targets": ["sm_90"]}}
+    config["sweep"] = [{"impls": ["beside_torch"], "tokens": [16], "head_dim": [16], "dtype": ["float32"]}]
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "budget", "--snakefile", str(ROOT / "Snakefile")]
+    command += ["--cores", "2", "--configfile", str(ROOT / "config" / "config.yaml"), "study.yaml"]
+    done = subprocess.run(command, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    found = json.loads((tmp_path / "results" / "budget.json").read_text())
+    said = "\n".join(found["summary"])
+    measure = found["rules"]["measure"]
+    assert found["points"] == measure["jobs"] > 0 and found["calibrated_for"] > 0, said
+    assert all("the calibration" in basis for basis in measure["basis"]), said

@@ -2,6 +2,7 @@
 here, named by ATTNIO_PLUGINS, loaded in fresh processes (a name registers once per process,
 so every registration is exercised in a child that prints what it saw as JSON)."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import textwrap
 import pytest
 from workflow_run import ROOT, env
 
-from kernels import catalog
+from kernels import catalog, spec
 
 SEED = 20240611
 # what a grid of the sweep holds beside its impls and tokens (the schema's defaults, one each)
@@ -567,3 +568,50 @@ def test_measure_a_plugin_point(plugin_dir, tmp_path):
     assert data["peak_alloc_bytes"] > 0
     assert data["max_abs_error"] <= 1e-5
     assert data["bytes_S"] == 48 * 48 * 4
+
+
+# --- a name's length: it is part of file names --------------------------------------------
+
+
+def test_a_name_longer_than_the_limit_is_refused_at_registration_naming_the_limit():
+    """300 characters passed the rule, the schema and the planner, then the run died with
+    ENAMETOOLONG in Snakemake's logging: refused when registered, naming the limit."""
+    from kernels.planning.point import impl_name
+
+    def attention(q, k, v, *, causal):
+        return q
+
+    with pytest.raises(catalog.PluginError, match=f"at most {spec.NAME_LIMIT} characters") as refused:
+        catalog.implementation("x" * 300, stores="SP")(attention)
+    assert "(this one has 300)" in str(refused.value) and "x" * 41 not in str(refused.value)
+    assert "x" * 300 not in catalog.registered()
+    assert catalog.name_problem("a" * spec.NAME_LIMIT) is None and catalog.NAME.fullmatch(
+        "a" * spec.NAME_LIMIT
+    )
+    assert catalog.name_problem("a" * (spec.NAME_LIMIT + 1)) and not catalog.NAME.fullmatch("a" * 65)
+    assert "lower-case" in catalog.name_problem("Flash-9")
+    with pytest.raises(argparse.ArgumentTypeError, match=f"at most {spec.NAME_LIMIT} characters"):
+        impl_name("x" * 300)
+
+
+def test_a_name_at_the_limit_leaves_every_file_name_it_is_part_of_within_255_bytes():
+    """The limit's headroom: the longest name in every file name the workflow builds from it
+    (records, logs and benchmark records of points, validations, builds, gathers and
+    profiles), with every other field at its longest and an atomic write's temporary name or
+    a damaged file's suffix added, within a file system's 255 bytes per name."""
+    from kernels.cli.arguments import TEMPORARY_NAME_EXTRA
+    from kernels.planning import point as points
+
+    longest = points.Point(
+        "triton_flash", spec.MAX_BATCH, spec.MAX_GRID_YZ, spec.MAX_TOKENS, max(spec.HEAD_DIMS),
+        max(spec.DTYPES, key=len), True, max(spec.BLOCK_SIZES), max(spec.BLOCK_SIZES),
+        inputs=max(spec.INPUTS, key=len), direction="backward", query_tokens=spec.MAX_TOKENS - 1,
+        kv_heads=spec.MAX_GRID_YZ // 3,
+    )  # fmt: skip
+    fields = longest.wildcards() | {"impl": "a" * spec.NAME_LIMIT}
+    patterns = [points.POINT_PATTERN, points.VALIDATION_PATTERN, points.BUILD_PATTERN, "{impl}_{dtype}"]
+    patterns += ["ncu_{impl}", "summary_{impl}"]
+    extra = max(TEMPORARY_NAME_EXTRA, len(".damaged"))
+    names = [part for p in patterns for part in p.format(**fields).split("/")]
+    longest_name = max(len(f"{name}.ncu-rep".encode()) for name in names)
+    assert longest_name + extra <= 255, longest_name

@@ -42,6 +42,7 @@ def test_schema_lists_are_the_allowed_values_of_the_package():
     assert prop("build.targets")["items"]["enum"] == list(spec.GPU_TARGETS)
     assert prop("build.targets")["default"] == list(spec.DEFAULT_TARGETS)
     assert prop("sweep.impls")["items"]["pattern"] == f"^{catalog.NAME.pattern}$"
+    assert prop("sweep.impls")["items"]["maxLength"] == spec.NAME_LIMIT
     assert prop("sweep.impls")["default"] == list(catalog.default_names())
     assert prop("sweep.head_dim")["items"]["enum"] == list(spec.HEAD_DIMS)
     assert prop("sweep.dtype")["items"]["enum"] == list(spec.DTYPES)
@@ -137,13 +138,15 @@ def test_workflow_plans_with_planning_the_models_and_spec_only():
     # kernels.io.records: a damaged record is named and remade at planning time (jsonschema only);
     # kernels.warm.session: the run's warm workers, begun and ended by the hooks (standard library);
     # kernels.io.run_summary: the run's closing lines (the records, standard library);
-    # kernels.warm.stop: a SIGTERM to the run ends its running jobs (standard library)
+    # kernels.warm.stop: a SIGTERM to the run ends its running jobs (standard library);
+    # kernels.io.benchmarks: the study's benchmark records, listed for the index (standard library)
     allowed = (
         "kernels.spec",
         "kernels.planning",
         "kernels.models",
         "kernels.io.records",
         "kernels.io.run_summary",
+        "kernels.io.benchmarks",
         "kernels.catalog",
         "kernels.warm.session",
         "kernels.warm.stop",

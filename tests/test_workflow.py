@@ -301,6 +301,14 @@ def test_every_report_and_the_index_exist(study):
         assert f"reports/{name}.html" in index
     assert "Every validation passed" not in index  # the ci study's overflow points failed
     assert "2 point(s) failed" in index
+    # the index's list of the study's records is whole: none of its own jobs' is stale
+    left = pd.read_csv(results / "benchmarks_left_out.csv")
+    assert left.empty, left.to_dict("records")[:3]
+    made = {p.relative_to(results).as_posix() for p in (results / "benchmarks").rglob("*.tsv")}
+    assert set(pd.read_csv(results / "benchmarks.csv")["benchmark"]) == made - {
+        "benchmarks/index.tsv",
+        "benchmarks/pack.tsv",
+    }
 
 
 @pytest.mark.parametrize("name", REPORTS)

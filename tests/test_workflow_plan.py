@@ -83,6 +83,7 @@ BAD = [
     ({"sweep": {"tokens": [0, 64]}}, "tokens"),
     ({"sweep": {"dtype": ["float8"]}}, "dtype"),
     ({"sweep": {"impls": ["Flash-9"]}}, "impls"),
+    ({"sweep": {"impls": ["x" * 300]}}, "impls"),  # a name is part of file names: at most 64
     ({"sweep": {"head_dim": [48]}}, "head_dim"),
     ({"sweep": {"tokens": "many"}}, "tokens"),
     ({"sweep": {"tokenz": [64]}}, "tokenz"),

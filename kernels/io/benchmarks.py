@@ -1,5 +1,11 @@
 """Where a run's time went: Snakemake's ``benchmark:`` record of each job of the study read
-into two tables, a row per job and a row per rule.
+into two tables, a row per job and a row per rule, and a third naming the records left out.
+
+One reader (``read_records``) serves the index's tables and the budget (kernels.models.budget):
+only the records of the study's jobs count (``study_records``: each rule's pattern filled in
+with the study's points); any other under the folder is stale (a point no longer in the
+sweep), and one of the study's that is empty, cut to its header or unreadable is damaged.
+Neither is counted; both are named.
 
 A job's record is results/benchmarks/<rule>.tsv for a rule without wildcards, else
 results/benchmarks/<rule>/<job>.tsv, <job> spelled as its log's path under results/logs/
@@ -20,10 +26,13 @@ from __future__ import annotations
 import csv
 import datetime
 import io
+import math
 import os
 import re
 import statistics
-from collections.abc import Iterable
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 RECORD_COLUMNS = (
@@ -63,6 +72,10 @@ RULE_COLUMNS = (
     "peak_rss_mb",
     "measured_in",
 )
+# A record the tables leave out: of a job that is not this study's, or there but not whole
+LEFT_OUT_COLUMNS = ("rule", "job", "left_out", "why", "benchmark")
+STALE = "stale: not in this sweep"
+DAMAGED = "damaged: cut or unreadable"
 JOB = "job"  # Snakemake's own figures: the job's processes
 WORKER = "warm worker"  # the command's CPU and memory in the worker that ran it (its log's line)
 
@@ -109,27 +122,43 @@ def _number(value: str | None) -> float | None:
         return None
 
 
-def read_record(path: str | os.PathLike) -> dict | None:
+class DamagedBenchmarkError(ValueError):
+    """A benchmark file that is there but holds no usable record; its message says why."""
+
+
+def parse_record(path: str | os.PathLike) -> dict:
     """One benchmark TSV as {wall_s, cpu_s, max_rss_mb, io_in_mb, io_out_mb}: the mean over its
-    repeats (the peak for the memory); None for a file that is not a benchmark record."""
+    repeats (the peak for the memory). DamagedBenchmarkError for a file that is not a whole record:
+    empty, cut to its header, unreadable, not Snakemake's columns, or no finite wall time."""
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return None
-    if not rows or "s" not in rows[0]:
-        return None
+            text = handle.read()
+        rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError:
+        raise DamagedBenchmarkError("unreadable: not text") from None
+    except (OSError, csv.Error) as err:
+        raise DamagedBenchmarkError(f"unreadable: {err}") from None
+    if not text.strip():
+        raise DamagedBenchmarkError("empty")
+    if "\t".join(RECORD_COLUMNS[:2]) not in text.splitlines()[0]:
+        raise DamagedBenchmarkError("not a benchmark record: its header is not Snakemake's")
+    if not rows:
+        raise DamagedBenchmarkError("cut to its header: no row")
 
-    def mean(column: str) -> float | None:
-        values = [v for row in rows if (v := _number(row.get(column))) is not None]
-        return statistics.fmean(values) if values else None
+    def values(column: str) -> list[float]:
+        return [v for row in rows if (v := _number(row.get(column))) is not None and math.isfinite(v)]
 
-    rss = [v for row in rows if (v := _number(row.get("max_rss"))) is not None]
-    wall = mean("s")
-    if wall is None:
-        return None
+    wall = values("s")
+    if not wall:
+        raise DamagedBenchmarkError("no wall time (s) in any row")
+    if min(wall) < 0:
+        raise DamagedBenchmarkError(f"a negative wall time: {min(wall)} s")
+    mean = lambda column: statistics.fmean(found) if (found := values(column)) else None  # noqa: E731
+    rss = values("max_rss")
     return {
-        "wall_s": wall,
+        "wall_s": statistics.fmean(wall),
         "cpu_s": mean("cpu_time"),
         "max_rss_mb": max(rss) if rss else None,
         "io_in_mb": mean("io_in"),
@@ -137,11 +166,88 @@ def read_record(path: str | os.PathLike) -> dict | None:
     }
 
 
-def job_of(path: Path, folder: Path) -> tuple[str, str]:
+def read_record(path: str | os.PathLike) -> dict | None:
+    """One benchmark TSV as parse_record reads it; None where there is none or it is damaged."""
+    try:
+        return parse_record(path)
+    except DamagedBenchmarkError:
+        return None
+
+
+def study_records(patterns: Iterable[str], fills: Iterable[Mapping[str, object]]) -> list[str]:
+    """Where the jobs of a study write their records: each rule's ``benchmark:`` pattern (its
+    wildcards in braces) filled in with every one of ``fills`` (a point's wildcards, a
+    report's) that has all its wildcards; a pattern without wildcards is its rule's one record.
+    A record under the folder that is none of these is stale (read_records)."""
+    fills = list(fills)
+    found = set()
+    for pattern in patterns:
+        names = {name for _, name, _, _ in string.Formatter().parse(pattern) if name is not None}
+        found |= {pattern.format(**fill) for fill in fills if names <= fill.keys()} if names else {pattern}
+    return sorted(found)
+
+
+def _rule_of(path: str, folder: Path | None) -> str | None:
+    """The rule of a record under ``folder`` (job_of), or None for one elsewhere."""
+    try:
+        return job_of(path, folder)[0] if folder is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class Records:
+    """A study's benchmark records as one reader judges them, for the index's tables and the
+    budget alike: ``found`` {path: record} those of the study's jobs that can be read; ``damaged``
+    {path: why} those of its jobs that are there but cut short or unreadable; ``stale`` every
+    other record under the folder, left by a job that is not one of this study's (a point no
+    longer in the sweep). Paths as given (or as found under the folder)."""
+
+    found: dict[str, dict] = field(default_factory=dict)
+    damaged: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
+
+
+def read_records(
+    planned: Iterable[str | os.PathLike] | None,
+    folder: str | os.PathLike | None = None,
+    leave_out: Iterable[str] = (),
+) -> Records:
+    """The records of the study's jobs (``planned``: each job's benchmark path; one not there
+    yet is no record) and, with ``folder`` (results/benchmarks), every other record under it
+    as stale. ``planned`` None: every record under ``folder`` is the study's. Records of the
+    rules in ``leave_out`` (the index and the pack, written after they end) are not looked at."""
+    where = Path(folder) if folder is not None else None
+    leave_out = set(leave_out)
+    on_disk = sorted(str(p) for p in where.rglob("*.tsv")) if where is not None and where.is_dir() else []
+    mine = on_disk if planned is None else [str(p) for p in planned]
+    known = {os.path.abspath(p) for p in mine}
+    records = Records()
+    for path in mine:
+        if _rule_of(path, where) in leave_out:
+            continue
+        try:
+            records.found[path] = parse_record(path)
+        except FileNotFoundError:
+            continue
+        except DamagedBenchmarkError as err:
+            records.damaged[path] = str(err)
+    for path in on_disk:
+        if os.path.abspath(path) not in known and _rule_of(path, where) not in leave_out:
+            records.stale.append(path)
+    return records
+
+
+def job_of(path: str | os.PathLike, folder: str | os.PathLike) -> tuple[str, str]:
     """A record's rule and job from its path under ``folder``: <rule>.tsv is the rule's one job
     (named as the rule), <rule>/<job>.tsv one of its jobs."""
-    parts = path.relative_to(folder).with_suffix("").parts
+    parts = _under(path, folder).with_suffix("").parts
     return parts[0], "/".join(parts[1:]) or parts[0]
+
+
+def _under(path: str | os.PathLike, folder: str | os.PathLike) -> Path:
+    """``path`` relative to ``folder`` (ValueError where it is not under it), however spelled."""
+    return Path(os.path.abspath(path)).relative_to(os.path.abspath(folder))
 
 
 def log_of(rule: str, job: str, logs: Path) -> Path:
@@ -155,18 +261,16 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 
 def job_rows(
-    folder: str | os.PathLike, logs: str | os.PathLike | None = None, leave_out: Iterable[str] = ()
+    records: Records, folder: str | os.PathLike, logs: str | os.PathLike | None = None
 ) -> list[dict]:
-    """A row per benchmark record under ``folder`` (JOB_COLUMNS), by rule and job, but those of
-    the rules in ``leave_out``; ``logs``: the folder of the jobs' logs (results/logs), where a
-    warm worker's line is looked for."""
-    folder, leave_out = Path(folder), set(leave_out)
+    """A row per record ``records`` found (JOB_COLUMNS), by rule and job; ``folder``: where the
+    records are (results/benchmarks), ``logs``: the folder of the jobs' logs (results/logs),
+    where a warm worker's line is looked for."""
+    folder = Path(folder)
     rows = []
-    for path in sorted(folder.rglob("*.tsv")):
+    for name, record in sorted(records.found.items(), key=lambda item: job_of(item[0], folder)):
+        path = Path(name)
         rule, job = job_of(path, folder)
-        record = None if rule in leave_out else read_record(path)
-        if record is None:
-            continue
         usage = read_usage(log_of(rule, job, Path(logs))) if logs is not None else None
         finished = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
         row = {
@@ -181,7 +285,7 @@ def job_rows(
             "client_cpu_s": None,
             "client_max_rss_mb": None,
             "finished": finished.isoformat(timespec="seconds"),
-            "benchmark": path.relative_to(folder.parent).as_posix(),
+            "benchmark": _relative(name, folder),
         }
         if usage is not None:  # the client's figures kept beside the worker's
             row |= {
@@ -195,6 +299,23 @@ def job_rows(
             }
         rows.append(row)
     return rows
+
+
+def left_out_rows(records: Records, folder: str | os.PathLike) -> list[dict]:
+    """A row per record the tables leave out (LEFT_OUT_COLUMNS): each stale one (not a job of
+    this study), then each damaged one with why."""
+    folder = Path(folder)
+    rows = [(path, STALE, "") for path in records.stale]
+    rows += [(path, DAMAGED, why) for path, why in records.damaged.items()]
+    return [
+        dict(zip(LEFT_OUT_COLUMNS, (*job_of(path, folder), kind, why, _relative(path, folder)), strict=True))
+        for path, kind, why in rows
+    ]
+
+
+def _relative(path: str, folder: Path) -> str:
+    """A record's path as the index links it: relative to results/ (``folder``'s parent)."""
+    return _under(path, folder.parent).as_posix()
 
 
 def rule_rows(jobs: list[dict]) -> list[dict]:
@@ -235,17 +356,23 @@ def csv_text(rows: list[dict], columns: tuple[str, ...]) -> str:
 def write_tables(
     folder: str | os.PathLike,
     logs: str | os.PathLike | None,
-    jobs_out: str | os.PathLike,
-    rules_out: str | os.PathLike,
+    outputs: tuple[str | os.PathLike, ...],
     leave_out: Iterable[str] = (),
-) -> tuple[list[dict], list[dict]]:
-    """The per-job and per-rule tables of the records under ``folder`` but those of the rules
-    in ``leave_out`` (a header alone where there are none), written atomically; returned as
+    planned: Iterable[str | os.PathLike] | None = None,
+) -> tuple[list[dict], list[dict], list[dict]]:
+    """The per-job and per-rule tables of the study's records under ``folder`` (``planned``:
+    its jobs' record paths; None: every record there) but those of the rules in ``leave_out``,
+    and the table of the records they leave out (stale and damaged), each written atomically
+    (a header alone where there are none) to ``outputs`` (jobs, rules, left out); returned as
     rows."""
     from kernels.io.atomic import write_text_atomic
 
-    jobs = job_rows(folder, logs, leave_out) if Path(folder).is_dir() else []
+    records = read_records(planned, folder, leave_out)
+    jobs = job_rows(records, folder, logs)
     rules = rule_rows(jobs)
-    write_text_atomic(jobs_out, csv_text(jobs, JOB_COLUMNS))
-    write_text_atomic(rules_out, csv_text(rules, RULE_COLUMNS))
-    return jobs, rules
+    left = left_out_rows(records, folder)
+    for rows, columns, out in zip(
+        (jobs, rules, left), (JOB_COLUMNS, RULE_COLUMNS, LEFT_OUT_COLUMNS), outputs, strict=True
+    ):
+        write_text_atomic(out, csv_text(rows, columns))
+    return jobs, rules, left

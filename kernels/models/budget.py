@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kernels import catalog
-from kernels.io.benchmarks import read_record
+from kernels.io.benchmarks import DAMAGED, read_records
 from kernels.models import cost, expected, predict
 from kernels.planning.gpus import Gpu
 from kernels.planning.point import Point
@@ -156,11 +156,26 @@ def point_work(point: Point, machine: Machine, interpreted: float = 0.0) -> floa
     return launches * timing_window(call, machine) + call + check
 
 
-def recorded(jobs: list[Job]) -> list[Job]:
-    """The jobs the last run here left a benchmark record for, costed from it."""
+NAMED_DAMAGED = 3  # damaged records named in what is left out; the rest counted
+
+
+def recorded(jobs: list[Job], left_out: list[str] | None = None) -> list[Job]:
+    """The jobs the last run here left a whole benchmark record for, costed from it. The
+    records are read as the index reads them (kernels.io.benchmarks.read_records): only the
+    planned jobs' (a stale one stands for no job), and a damaged one (cut short, unreadable)
+    stands for nothing, said in ``left_out``."""
+    records = read_records([job.benchmark for job in jobs if job.benchmark])
     for job in jobs:
-        if job.benchmark and (own := read_record(job.benchmark)):
+        if job.benchmark and (own := records.found.get(job.benchmark)):
             job.seconds, job.basis = own["wall_s"], "benchmark"
+    if records.damaged and left_out is not None:
+        named = [f"{path} ({why})" for path, why in list(records.damaged.items())[:NAMED_DAMAGED]]
+        more = len(records.damaged) - len(named)
+        left_out.append(
+            f"{len(records.damaged)} benchmark record(s) {DAMAGED}, their jobs costed as if they had none: "
+            + ", ".join(named)
+            + (f" and {more} more" if more else "")
+        )
     return [job for job in jobs if job.basis == "benchmark"]
 
 
@@ -238,12 +253,25 @@ def estimate(jobs: list[Job], cores: int, snakemake_s: float, left_out: list[str
 
 
 def summary(found: dict) -> list[str]:
-    """The estimate in a few lines, for a console."""
+    """The estimate in a few lines, for a console: where a study asks for a device this
+    machine lacks (``device_absent``: the gates' reason), that every point would be skipped
+    here, and that the estimate is a rehearsal of the plan on the GPU it is sized for; the
+    points a gate will skip, by reason."""
+    points, absent = found.get("points", "?"), found.get("device_absent")
+    target = found.get("gpu") or found.get("device")
+    where = f"as a rehearsal of the {target} plan with this machine's records" if absent else f"on {target}"
     lines = [
-        f"estimated {found['total_s']:.0f} s for {found.get('points', '?')} points on "
-        f"{found.get('gpu') or found.get('device')} ({found['cores']} cores): Snakemake "
-        f"{found['snakemake_s']:.1f} s + jobs {found['schedule_s']:.0f} s"
+        f"estimated {found['total_s']:.0f} s for {points} points {where} ({found['cores']} cores): "
+        f"Snakemake {found['snakemake_s']:.1f} s + jobs {found['schedule_s']:.0f} s"
     ]
+    if absent:
+        lines.append(
+            f"  this machine has no {found['device'].upper()} device: run here, every one of the {points} "
+            f"points would be skipped ({absent})"
+        )
+    else:
+        skipped = found.get("skipped_points", {}).items()
+        lines += [f"  skipped: {n} point{'s' * (n != 1)}: {why}" for why, n in skipped]
     for rule, e in found["rules"].items():
         lines.append(
             f"  {rule:16s} {e['jobs']:4d} jobs {e['seconds']:8.1f} s of work, {e['first_start_s']:6.0f} s to "

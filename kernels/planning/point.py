@@ -394,8 +394,10 @@ class Point:
 def impl_name(text: str) -> str:
     """An implementation's name as a flag takes it; whether it is registered is checked once
     the command has fixed the Triton mode (a plugin's kernels are imported then)."""
-    if not catalog.NAME.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an implementation name (e.g. triton_flash)")
+    if why := catalog.name_problem(text):
+        raise argparse.ArgumentTypeError(
+            f"{catalog.shown_name(text)} is not an implementation name (e.g. triton_flash): {why}"
+        )
     return text
 
 

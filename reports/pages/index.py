@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.io.atomic import write_text_atomic
-from kernels.io.benchmarks import WORKER
+from kernels.io.benchmarks import DAMAGED, STALE, WORKER
 from kernels.io.tables import POINT_KEY as TABLE_KEY
 from reports.pages import decode, handoff_text, inputs, outcome
 from reports.pages import training as training_page
@@ -472,15 +472,52 @@ TIME_HEADINGS = {
 }
 
 
-def time_spent(by_rule: pd.DataFrame | None, jobs_link: str, rules_link: str) -> str:
-    """Where the run's time went: the jobs' benchmark records added up per rule
-    (kernels.io.benchmarks), the most time first, with links to the two tables."""
+LEFT_OUT_NAMED = 3  # records of each kind named on the page; the table has every one
+
+
+def left_out_text(left: pd.DataFrame | None, link: str) -> str:
+    """The records the tables leave out, said (kernels.io.benchmarks): stale ones (of a job
+    not in this sweep) and damaged ones (cut short or unreadable, each with why), a few named
+    and the rest counted, with a link to the table of every one."""
+    if left is None or left.empty:
+        return ""
+    said = []
+    for kind in (STALE, DAMAGED):
+        mine = left[left["left_out"] == kind]
+        if mine.empty:
+            continue
+        names = [
+            f"{row.benchmark} ({row.why})" if isinstance(row.why, str) and row.why else row.benchmark
+            for row in mine.head(LEFT_OUT_NAMED).itertuples()
+        ]
+        more = f" and {len(mine) - LEFT_OUT_NAMED:,} more" if len(mine) > LEFT_OUT_NAMED else ""
+        records = "record" if len(mine) == 1 else "records"
+        said.append(f"{kind} ({len(mine):,} {records}): {', '.join(names)}{more}")
+    return (
+        f"<p class='warn'>Left out of these tables: {html.escape('; '.join(said))}. "
+        f"Every one: {_link(link, link)}.</p>"
+    )
+
+
+def time_spent(
+    by_rule: pd.DataFrame | None,
+    jobs_link: str,
+    rules_link: str,
+    left: pd.DataFrame | None = None,
+    left_link: str = "",
+) -> str:
+    """Where the run's time went: the benchmark records of the study's jobs added up per rule
+    (kernels.io.benchmarks), the most time first, with links to the two tables; ``left``:
+    the records they leave out (stale, damaged), named (left_out_text)."""
     if by_rule is None:
         return ""
     head = "<h2 id='time'>Where the run's time went</h2>"
     links = f"Every job: {_link(jobs_link, jobs_link)}; per rule: {_link(rules_link, rules_link)}."
+    left_out = left_out_text(left, left_link)
     if by_rule.empty:
-        return f"{head}<p>No job left a benchmark record under benchmarks/. {links}</p>"
+        return (
+            f"{head}<p>No job of this study left a benchmark record under benchmarks/. {links}</p>{left_out}"
+        )
     shown = by_rule.assign(
         share_of_wall=[f"{number(100 * v)} %" for v in by_rule["share_of_wall"]],
         **{c: [number(v) for v in by_rule[c]] for c in ("total_wall_s", "median_wall_s", "max_wall_s")},
@@ -503,7 +540,7 @@ def time_spent(by_rule: pd.DataFrame | None, jobs_link: str, rules_link: str) ->
         "under half a second reads near zero CPU and memory. A job this "
         "run did not need to run keeps its record from the run that made it. The index and the "
         f"pack are not counted: their records are written after they end. {links}</p>"
-        f"{_table(shown)}"
+        f"{left_out}{_table(shown)}"
     )
 
 
@@ -568,12 +605,13 @@ def render(
     stage_times: pd.DataFrame | None = None,
     failed_pages: list[dict] | None = None,
     training: tuple | None = None,
-    time: tuple[pd.DataFrame, str, str] | None = None,
+    time: tuple[pd.DataFrame, str, str, pd.DataFrame, str] | None = None,
 ) -> str:
     """The index page; ``failed_pages``: each page that did not render (failed_page);
     ``training``: the backward points' table, the training shape's and the crossing's (the
     backward points are listed and warned about with the forward ones); ``time``: the
-    benchmarks per rule and the links to the per-job and per-rule tables (time_spent)."""
+    benchmarks per rule, the links to the per-job and per-rule tables, the records left out
+    and the link to their table (time_spent)."""
     failed_pages = failed_pages or []
     forward = metrics
     if training and training[0] is not None and not training[0].empty:
@@ -674,8 +712,8 @@ def write(
     hand-off finding); ``outcomes``: every page's outcome (reports.pages.outcome), each failed
     one named with its first error line and its log; ``training_paths``: backward.csv, the
     training shape's and the crossing's tables (the Training finding, the backward points);
-    ``benchmark_paths``: the benchmarks' per-job and per-rule tables (kernels.io.benchmarks),
-    linked and the per-rule one shown."""
+    ``benchmark_paths``: the benchmarks' per-job, per-rule and left-out tables
+    (kernels.io.benchmarks), linked, the per-rule one shown and the left-out ones named."""
     env = inputs.read("env", env_path)
     metrics = inputs.read("metrics", metrics_path)
     builds = inputs.read("builds", builds_path)
@@ -691,9 +729,13 @@ def write(
     failed = failed_pages(outcomes or [], out)
     time = None
     if benchmark_paths:
-        jobs_path, rules_path = benchmark_paths
+        jobs_path, rules_path, left_path = benchmark_paths
         here = lambda path: os.path.relpath(path, Path(out).parent)  # noqa: E731
-        time = (inputs.read("benchmarks_by_rule", rules_path), here(jobs_path), here(rules_path))
+        by_rule, left = (
+            inputs.read("benchmarks_by_rule", rules_path),
+            inputs.read("benchmarks_left_out", left_path),
+        )
+        time = (by_rule, here(jobs_path), here(rules_path), left, here(left_path))
     page = render(
         env,
         metrics,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.io.benchmarks import RULE_COLUMNS
+from kernels.io.benchmarks import LEFT_OUT_COLUMNS, RULE_COLUMNS
 from kernels.io.tables import POINT_KEY as RECORD_KEY
 from kernels.spec import INFERENCE_DIMS
 
@@ -235,6 +235,12 @@ INPUTS = {
         RULE_COLUMNS,
         ("jobs", "total_wall_s", "share_of_wall", "median_wall_s", "max_wall_s", "total_cpu_s")
         + ("peak_rss_mb",),
+        may_be_blank=True,
+    ),
+    "benchmarks_left_out": Input(
+        "the benchmark records the tables of where the run's time went leave out",
+        "table",
+        LEFT_OUT_COLUMNS,
         may_be_blank=True,
     ),
     "notebook": Input("an executed report", "json", ("cells",)),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import kernels.catalog as catalog
 import snakemake_internals
+from kernels.io.benchmarks import study_records
 
 
 def notebook_parameters(template):
@@ -93,6 +94,15 @@ PAGE_IMPLEMENTATIONS = {
 def report_labels(wildcards):
     impls = PAGE_IMPLEMENTATIONS.get(wildcards.report, SWEPT)
     return {"page": report_heading(wildcards.report), "implementations": ", ".join(impls) or "none"}
+
+
+def study_benchmarks(wildcards=None):
+    """Where every job of this study writes its benchmark record: each rule's `benchmark:`
+    filled in with every point's wildcards and every report's. The index tables these and
+    names any other record under benchmarks/ as stale (kernels.io.benchmarks)."""
+    patterns = [str(getattr(rules, r.name).benchmark) for r in workflow.rules if r.benchmark]
+    fills = [p.wildcards() for p in POINTS] + [{"report": report} for report in REPORTS]
+    return study_records(patterns, fills)
 
 
 def point_files(wildcards=None):

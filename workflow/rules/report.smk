@@ -91,10 +91,12 @@ rule index:
         tables=TABLES,
     output:
         f"{RESULTS}/index.html",
-        # where the run's time went, from every job's benchmark record but the index's and the
-        # pack's (theirs are written after them): a row per job and one per rule
+        # where the run's time went, from the benchmark record of every job of this study but
+        # the index's and the pack's (theirs are written after them): a row per job and one per
+        # rule; and the records left out (of jobs not in this sweep, or damaged), named
         benchmarks=f"{RESULTS}/benchmarks.csv",
         benchmarks_by_rule=f"{RESULTS}/benchmarks_by_rule.csv",
+        benchmarks_left_out=f"{RESULTS}/benchmarks_left_out.csv",
     log:
         f"{RESULTS}/logs/index.log",
     benchmark:
@@ -110,6 +112,8 @@ rule index:
         logs=lambda wc, output: str(Path(output.benchmarks).parent / "logs"),
         # their records are those of the run before: each is written once its job has ended
         not_yet=["index", "pack"],
+        # the records this study's jobs write: any other under benchmarks/ is stale
+        planned=study_benchmarks,
     script:
         "../scripts/index.py"
 
@@ -123,7 +127,11 @@ rule pack:
         index=rules.index.output[0],
         tables=TABLES,
         # linked from the index: asked for here, so that a deleted one is made again
-        benchmarks=[rules.index.output.benchmarks, rules.index.output.benchmarks_by_rule],
+        benchmarks=[
+            rules.index.output.benchmarks,
+            rules.index.output.benchmarks_by_rule,
+            rules.index.output.benchmarks_left_out,
+        ],
     output:
         report(
             directory(f"{RESULTS}/packed/index"),

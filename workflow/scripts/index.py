@@ -1,7 +1,7 @@
 """Thin entry point: results/index.html with reports.pages.index (every page that rendered
 linked, each that failed named from its outcome), and first the tables of where the run's
-time went (kernels.io.benchmarks: every job's benchmark record but the index's and the
-pack's, a row per job and one per rule)."""
+time went (kernels.io.benchmarks: the benchmark record of every job of the study but the
+index's and the pack's, a row per job and one per rule, and those left out: stale or damaged)."""
 
 from kernels.io import benchmarks
 from kernels.io.script_log import logged_to
@@ -9,12 +9,9 @@ from reports.pages import index
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with logged_to(smk.log[0]):
+    tables = (smk.output.benchmarks, smk.output.benchmarks_by_rule, smk.output.benchmarks_left_out)
     benchmarks.write_tables(
-        smk.params.benchmarks,
-        smk.params.logs,
-        smk.output.benchmarks,
-        smk.output.benchmarks_by_rule,
-        leave_out=smk.params.not_yet,
+        smk.params.benchmarks, smk.params.logs, tables, smk.params.not_yet, smk.params.planned
     )
     index.write(
         smk.input.env[0],
@@ -29,5 +26,5 @@ with logged_to(smk.log[0]):
         smk.input.stage_times,
         list(smk.input.outcomes),
         (smk.input.backward, smk.input.training, smk.input.crossing),
-        (smk.output.benchmarks, smk.output.benchmarks_by_rule),
+        tables,
     )
