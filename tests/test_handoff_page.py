@@ -585,3 +585,10 @@ def test_across_the_cache_a_length_too_short_to_measure_is_left_out_and_an_impos
         "machine's ceilings measured, 40 GB/s)"
     ) in said
     assert "**scale** moved" not in said
+    longest = with_expected(timed, ratios)
+    longest["expected_fixed_ms"] = _at(timed, "scale")["time_ms"].max()
+    said = handoff_text.bounds_text(view(timed, longest), CEILINGS)
+    assert (
+        "**scale** was timed on both sides of the largest cache, but on one side or both every length "
+        "was too short to measure against its fixed cost"
+    ) in said

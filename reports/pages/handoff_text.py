@@ -175,7 +175,10 @@ def per_byte(rows: pd.DataFrame, stage: str, ceilings: dict | None = None) -> st
     warm, cold = _sides(mine, "gbps"), _sides(mine, "cold_gbps")
     if warm is None or cold is None:
         if _sides(_stage(rows, stage), "gbps") is not None:
-            return f"**{stage}** was too short to measure on one side of the largest cache{how}."
+            return (
+                f"**{stage}** was timed on both sides of the largest cache, but on one side or both "
+                f"every length was too short to measure against its fixed cost{how}."
+            )
         return f"**{stage}** has no timed length on both sides of the largest cache."
     (w_in, w_out, n_in, n_out), (c_in, c_out, _, _) = warm, cold
     said = [rate(1e9 * g, BYTES, ceilings) for g in (w_in, c_in, w_out, c_out)]
