@@ -158,8 +158,9 @@ def test_what_each_path_did_with_the_shared_heads_comes_from_its_records(study):
         f"sdpa allocated at most 2 KiB during a call, less than the {number(copy / 2**20)} MiB that K and V "
         f"repeated per query head take at T = {longest:,}: it read each shared head where it lay, without "
         "copying it; its call ran `aten::scaled_dot_product_attention`, "
-        "`aten::_scaled_dot_product_flash_attention_for_cpu`. Its time fell 1.1× for 4× fewer bytes of K and "
-        "V, which it did not copy: what its call spends is not reading them from memory" in said
+        f"`aten::_scaled_dot_product_flash_attention_for_cpu`. At T = {longest:,} its time fell 1.1× for 4× "
+        "fewer bytes of K and V, which it did not copy: what its call spends is not reading them from memory"
+        in said
     )
     naive = metrics[decode & (metrics["impl"] == "torch_naive") & (metrics["kv_heads"] < 4)]
     top = naive["peak_alloc_bytes"].max()

@@ -381,8 +381,8 @@ def _what_it_did(impl: str, points: pd.DataFrame, row: pd.Series) -> str:
         said += f"; its call ran {', '.join(f'`{op}`' for op in ops[:OPS_SHOWN])}{more}"
     if row["speedup_measured"] * FAR_BELOW < row["speedup_from_kv_size"] and known.any():
         said += (
-            f". Its time fell {number(row['speedup_measured'])}× for {number(row['speedup_from_kv_size'])}× "
-            "fewer bytes of K and V"
+            f". At T = {int(row['tokens']):,} its time fell {number(row['speedup_measured'])}× for "
+            f"{number(row['speedup_from_kv_size'])}× fewer bytes of K and V"
             + (", which it did not copy" if (peak[known] < repeated[known]).all() else "")
             + ": what its call spends is not reading them from memory, and fewer K/V heads do not "
             "shrink it (docs/decode.md counts where such a call's work goes without timing it)"
