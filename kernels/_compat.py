@@ -111,6 +111,14 @@ def specialize(kernel, args: tuple, options: dict, target):
 # --- PyTorch's profiler: CPU allocations ---------------------------------------------------
 
 
+def op_names(prof) -> list[str]:
+    """The names of the operations (ATen's, ``aten::...``) a finished
+    ``torch.autograd.profiler.profile`` recorded, each once, in the order first called."""
+    require("torch", "listing the operations a call ran")
+    events = sorted(prof.kineto_results.events(), key=lambda event: event.start_ns())
+    return list(dict.fromkeys(event.name() for event in events if event.name() != "[memory]"))
+
+
 def memory_events(prof) -> list[tuple[int, int]]:
     """(start ns, bytes allocated (+) or freed (−)) of every allocator event a finished
     ``torch.autograd.profiler.profile(profile_memory=True)`` recorded."""

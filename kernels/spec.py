@@ -148,6 +148,10 @@ RATE_MIN_SECONDS = 0.15
 RATE_MAX_SECONDS = 0.6
 RATE_MIN_SAMPLES = 7
 RATE_SINGLE_CALLS = 15
+# A rate is a rate only where its data took at least this share of a call's time once the fixed
+# cost of a call is taken out: the ceilings null theirs below it, and the pages state no
+# stage's rate below it (reports.pages.rates).
+MIN_DATA_SHARE = 0.05
 
 
 def rate_seconds(stage_seconds: float) -> tuple[float, float]:

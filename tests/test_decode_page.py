@@ -141,6 +141,53 @@ def test_grouped_heads_are_held_against_a_k_v_head_per_query_head(study):
     )
 
 
+def test_what_each_path_did_with_the_shared_heads_comes_from_its_records(study):
+    """A path that allocated less than K and V repeated per query head read the shared heads
+    where they lay, and the operations its call ran are named; one whose time fell far less
+    than its bytes is said to spend it on something fewer K/V heads do not shrink. A path that
+    allocated that much is said to have had room for the copy, and nothing more."""
+    metrics = study.metrics.copy()
+    decode = (metrics["query_tokens"] == 1) & metrics["time_ms"].notna()
+    sdpa = decode & (metrics["impl"] == "sdpa")
+    ops = ["aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention_for_cpu"]
+    metrics.loc[sdpa, "ops_run"] = json.dumps(ops)
+    metrics.loc[sdpa, "peak_alloc_bytes"] = 2048
+    twins = metrics[sdpa & (metrics["kv_heads"] == 4)].set_index("tokens")["time_ms"]
+    grouped = sdpa & (metrics["kv_heads"] < 4)
+    metrics.loc[grouped, "time_ms"] = metrics.loc[grouped, "tokens"].map(twins) / 1.1  # 1.1× for 2× or 4×
+    said = page.grouped_measured_text(metrics)
+    longest = metrics[sdpa]["tokens"].max()
+    copy = 2 * 4 * longest * 16 * 4  # K and V, one head per query head, float32
+    assert (
+        f"sdpa allocated at most 2 KiB during a call, less than the {number(copy / 2**20)} MiB that K and V "
+        f"repeated per query head take at T = {longest:,}: it read each shared head where it lay, without "
+        "copying it; its call ran `aten::scaled_dot_product_attention`, "
+        f"`aten::_scaled_dot_product_flash_attention_for_cpu`. At T = {longest:,} its time fell 1.1× for 4× "
+        "fewer bytes of K and V, which it did not copy: what its call spends is not reading them from memory"
+        in said
+    )
+    naive = metrics[decode & (metrics["impl"] == "torch_naive") & (metrics["kv_heads"] < 4)]
+    top = naive["peak_alloc_bytes"].max()
+    assert f"torch_naive allocated up to {number(top / 2**20)} MiB during a call, room for K and V" in said
+    assert said.count("docs/decode.md") == 1  # the modelled machine's torch_naive follows its bytes
+
+
+def test_a_read_rate_beyond_the_ceilings_is_not_stated(study):
+    """A decode call timed so short that K + V over it beats every copy rate the ceilings
+    measured: that path's rates are not stated, the sentence says the calls were too short."""
+    metrics = study.metrics.copy()
+    sdpa = (metrics["query_tokens"] == 1) & metrics["time_ms"].notna() & (metrics["impl"] == "sdpa")
+    metrics.loc[sdpa, "time_ms"] = 1e-9
+    found = page.rates(metrics, study.ceilings)
+    text = page.rate_text(found, metrics, study.ceilings)
+    fastest = max(level[k] for level in study.ceilings["levels"] for k in ("copy_gbps", "update_gbps"))
+    assert (
+        "sdpa: no rate stated, a call was too short to measure (its bytes over its time would beat the "
+        f"fastest rate this machine's ceilings measured, {number(fastest)} GB/s)" in text
+    )
+    assert "torch_naive: " in text and " GB/s (" in text.split("torch_naive: ")[1]
+
+
 def test_splitting_the_keys_costs_its_partials_and_names_what_is_not_modelled(study):
     decode, gpus = study.decode, study.gpus
     table = page.split_table(decode, gpus)

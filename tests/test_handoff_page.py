@@ -504,3 +504,91 @@ def test_across_the_cache_the_rates_leave_the_fixed_cost_out_where_the_ceilings_
     warm_in = (fit["bytes"] / ((fit["time_ms"] - 1e-3) / 1e3) / 1e9).median()
     assert f"**scale** moved a median {number(warm_in)} GB/s warm" in said
     assert "(each call's fixed cost of 1 µs, from the ceilings, taken out)" in said
+
+
+def test_a_stage_no_longer_than_its_fixed_cost_is_said_too_short_to_measure():
+    """The issue's case: T = 48, float16, d = 16, every stage timed at its fixed cost. Divided
+    by a 1 ps floor, scale's 9,216 bytes gave 9,216,000 GB/s and pv's 73,728 FLOPs 73,728,000
+    GFLOP/s; now each says it was too short to measure. A stage whose data time stands above
+    its fixed cost but whose rate beats every copy rate the ceilings measured says so too."""
+    from reports.pages import handoff_answers as answers
+
+    t, d = 48, 16
+    short = stage_times((256,)).assign(
+        tokens=t, dtype="float16", head_dim=d, bytes_S=2 * t * t, bytes_P=2 * t * t
+    )
+    short["bytes"] = short["stage"].map(
+        {"scores": 2 * t * t, "scale": 4 * t * t, "softmax": 4 * t * t, "pv": 2 * t * t}
+    )
+    short["flops"] = short["stage"].map({"scores": 2 * t * t * d, "pv": 2 * t * t * d}).fillna(0)
+    short = stage_rates(short.drop(columns=["gbps", "cold_gbps", "tflops", "exps_per_s"]))
+    predicted = with_expected(short, dict.fromkeys(STAGES, 1.0))
+    mine = predicted["target"] == "this machine"
+    predicted.loc[mine, "expected_fixed_ms"] = predicted.loc[mine, "expected_warm_ms"]  # the time, all fixed
+    ceilings = CEILINGS | {"ops": OPS}
+    said = answers.stage_answers(view(short, predicted, ceilings), ceilings)
+    assert number(4 * t * t / 1e-12 / 1e9) == "9,216,000" and "9,216,000" not in said
+    assert number(2 * t * t * d / 1e-12 / 1e9) == "73,728,000" and "73,728,000" not in said
+    lines = said.splitlines()[1:]
+    assert len(lines) == 4 and all("it was too short to measure (it took " in line for line in lines)
+    assert "what is left to its data is within the spread of its repeats or under 5% of its time" in lines[1]
+    # scale at 20 ns against a fixed cost of 10: measurable, but 9,216 B in 10 ns beats 40 GB/s
+    quick = short.copy()
+    quick.loc[quick["stage"] == "scale", "time_ms"] = 2e-5
+    predicted = with_expected(quick, dict.fromkeys(STAGES, 1.0))
+    mine = predicted["target"] == "this machine"
+    predicted.loc[mine & (predicted["stage"] == "scale"), "expected_fixed_ms"] = 1e-5
+    said = answers.stage_answers(view(quick, predicted, ceilings), ceilings)
+    scale = next(line for line in said.splitlines() if "**scale**" in line)
+    assert (
+        "it was too short to measure (its bytes over its time would beat the fastest rate this "
+        "machine's ceilings measured, 40 GB/s)" in scale
+    )
+    assert number(4 * t * t / 1e-8 / 1e9) not in scale
+
+
+def test_a_band_whose_ends_agree_says_so_in_a_sentence():
+    """Where both ends of the warm band predict the same at every length, the sentence says
+    that neither end is nearer (it once read 'the measurements lie both ends of the band
+    predict 7.98 at every length')."""
+    timed = stage_times()
+    agreed = predictions(timed)
+    agreed["predicted_warm_low_ms"] = agreed["predicted_warm_high_ms"]
+    said = handoff_text.prediction_text(view(timed, agreed), CEILINGS)
+    assert "the two ends agree at every length, so neither is nearer the measurements." in said
+    assert "lie both ends" not in said and "the measurements lie" not in said
+
+
+def test_across_the_cache_a_length_too_short_to_measure_is_left_out_and_an_impossible_rate_unsaid(timed):
+    """With a fixed cost as long as scale's shortest length, that length has no rate and the
+    sentence says it was left out; with every data time a tenth of the stage's, the rates
+    (8 bytes in 0.1 ps per T²: 80 GB/s) would beat the fastest copy the ceilings measured
+    (40 GB/s), and none is stated."""
+    ratios = dict.fromkeys(STAGES, 1.0)
+    predicted = with_expected(timed, ratios)
+    shortest = _at(timed, "scale")["time_ms"].min()
+    predicted.loc[predicted["target"] == "this machine", "expected_fixed_ms"] = shortest
+    said = handoff_text.bounds_text(view(timed, predicted), CEILINGS)
+    assert (
+        f"(each call's fixed cost of {number(shortest * 1e3)} µs, from the ceilings, taken out; 1 of its 4 "
+        "timed lengths too short to measure against it, warm or cold, left out)"
+    ) in said
+    scale = _at(timed, "scale")
+    fit = scale[(scale["sp_over_cache"] <= 1) & (scale["time_ms"] > shortest)]
+    assert f"at the {len(fit)} length whose S + P fit" in said
+    tenth = with_expected(timed, ratios)
+    mine = tenth["target"] == "this machine"
+    tenth.loc[mine, "expected_fixed_ms"] = 0.9 * tenth.loc[mine, "expected_warm_ms"]
+    said = handoff_text.bounds_text(view(timed, tenth), CEILINGS)
+    assert (
+        "**scale** was too short to measure (its bytes over its time would beat the fastest rate this "
+        "machine's ceilings measured, 40 GB/s)"
+    ) in said
+    assert "**scale** moved" not in said
+    longest = with_expected(timed, ratios)
+    longest["expected_fixed_ms"] = _at(timed, "scale")["time_ms"].max()
+    said = handoff_text.bounds_text(view(timed, longest), CEILINGS)
+    assert (
+        "**scale** was timed on both sides of the largest cache, but on one side or both every length "
+        "was too short to measure against its fixed cost"
+    ) in said

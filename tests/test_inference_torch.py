@@ -17,7 +17,7 @@ from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import reference_float64
 from kernels.impl.registry import attention
 from kernels.io.records import read_leaf, validate_record
-from kernels.measure.memory import peak_allocated_cpu
+from kernels.measure.memory import peak_allocated_cpu, profiled_cpu
 from kernels.measure.run import measure
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.timing import Windows, windows
@@ -25,7 +25,7 @@ from kernels.measure.validate import INFERENCE_CPU_SHAPES, validate
 from kernels.models import expected
 from kernels.models.cost import compulsory_transfers
 from kernels.models.stages import stage_costs
-from kernels.paths.sdpa.forward import unavailable
+from kernels.paths.sdpa.forward import sdpa, unavailable
 from kernels.paths.torch_naive.forward import torch_naive, torch_naive_stages
 from kernels.paths.torch_naive.model import kept
 from kernels.planning.point import Point
@@ -99,6 +99,19 @@ def test_torch_naive_never_copies_k_or_v():
         stages, _ = torch_naive_stages(q, k, v, True)
         products = dict(stages)
         assert [peak_allocated_cpu(products[name])[0] for name in ("scores", "pv")] == [0, 0]
+
+
+def test_sdpa_on_grouped_heads_at_decode_copies_neither_k_nor_v():
+    """What docs/decode.md says of PyTorch's CPU SDPA with enable_gqa at one query row, and
+    what the Decode page reads from the records: one fused CPU operation takes K and V as given
+    (no operation that repeats, gathers or concatenates them), and the call allocates nothing
+    the size of K and V per query head, nor of one K/V head."""
+    B, heads, tokens, d = 1, 8, 4096, 64
+    q, k, v = make_qkv(B, heads, tokens, d, torch.float32, "cpu", 1, query_tokens=1, kv_heads=1)
+    peak, ops, out = profiled_cpu(lambda: sdpa(q, k, v, False))
+    assert out.shape == q.shape and "aten::_scaled_dot_product_flash_attention_for_cpu" in ops
+    assert not {"aten::repeat_interleave", "aten::index_select", "aten::cat", "aten::repeat"} & set(ops)
+    assert peak < B * tokens * d * 4 < 2 * B * heads * tokens * d * 4
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -226,6 +239,7 @@ def test_a_decode_point_is_measured_with_its_stages():
     costs = stage_costs(point)
     assert [s["stage"] for s in record["stage_times"]] == [c.stage for c in costs]
     assert [s["bytes"] for s in record["stage_times"]] == [c.bytes for c in costs]
+    assert "aten::bmm" in record["ops_run"]  # a K/V head's query rows as one batched product
 
 
 def test_sdpa_backends_say_which_shape_they_refuse():

@@ -78,7 +78,7 @@ def read_gathered(paths: Iterable[str | os.PathLike]) -> list[dict]:
 
 
 # record fields holding lists: one JSON string per cell in the tables
-NESTED = ("ncu_kernels", "launch_candidates")
+NESTED = ("ncu_kernels", "launch_candidates", "ops_run")
 
 
 REFERENCE_RATES = ("copy_gbps", "product_gflops")  # of a record's reference pass

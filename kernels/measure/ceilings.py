@@ -49,6 +49,7 @@ from kernels.measure.provenance import device_name
 from kernels.measure.reference_pass import reference_pass
 from kernels.measure.timing import time_cpu, time_cuda
 from kernels.measure.warm_rate import warm_times
+from kernels.spec import MIN_DATA_SHARE
 
 COPY_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}  # per tensor, when no cache level is known
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
@@ -58,7 +59,6 @@ GRAIN = 32768  # elements under which torch runs an elementwise op on one thread
 PAST_FACTOR = 4  # DRAM's copy footprint over the last level's total size
 PAST_MIN_BYTES = 64 << 20
 EXP_BYTES = 1 << 20  # the exponentials' footprint when no cache level is known
-MIN_DATA_SHARE = 0.05  # of a call's time, left to the data once the fixed cost is taken out
 
 
 def _time(device: str, fn) -> float:

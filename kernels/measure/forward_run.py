@@ -15,7 +15,7 @@ from kernels import catalog
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.measure.chain_times import timed_chain
-from kernels.measure.memory import peak_allocated
+from kernels.measure.memory import allocated_and_ops, peak_allocated
 from kernels.models.stage_cost import forward_stage_names
 from kernels.planning.point import Point
 from kernels.spec import REFERENCE_CHUNK_BYTES
@@ -126,7 +126,8 @@ def run_forward(
         else:
             if device == "cuda":
                 call()  # compile and warm up before anything is measured
-            peak, out = peak_allocated(device, call)
+            # the operations a PyTorch call ran (not the interpreter's, which are not the kernel's)
+            peak, found["ops_run"], out = allocated_and_ops(device, call)
             found |= time_cuda(call) if device == "cuda" else time_cpu(call, threads)
         found["peak_alloc_bytes"] = max(0, peak - out_bytes)
         found |= check_output(point, q, k, v, out)

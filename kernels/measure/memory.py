@@ -2,7 +2,9 @@
 
 CUDA: torch's allocator statistics. CPU: the allocation and free events PyTorch's profiler
 records, replayed in time order. Both report the peak above what was allocated when the call
-began, so inputs made before the call are not counted.
+began, so inputs made before the call are not counted. On a CPU the same profile names the
+ATen operations the call ran (a record's ``ops_run``: which of PyTorch's kernels a path's call
+reached, e.g. the backend scaled_dot_product_attention chose).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import torch
 from kernels import _compat
 
 
-def peak_allocated_cpu(fn: Callable[[], object]) -> tuple[int, object]:
+def profiled_cpu(fn: Callable[[], object]) -> tuple[int, list[str], object]:
+    """(peak bytes allocated during ``fn()``, the ATen operations it ran, each once in the
+    order first called, result): one profile gives both."""
     # the autograd profiler that torch.profiler.profile wraps: the wrapper's first start
     # asks hasattr(torch, "_inductor"), which imports TorchDynamo and Inductor (1.3 s of CPU
     # in every process that measures, for a flag only CUDA graphs read)
@@ -27,6 +31,11 @@ def peak_allocated_cpu(fn: Callable[[], object]) -> tuple[int, object]:
     for _start, nbytes in sorted(_compat.memory_events(prof)):
         current += nbytes
         peak = max(peak, current)
+    return peak, _compat.op_names(prof), result
+
+
+def peak_allocated_cpu(fn: Callable[[], object]) -> tuple[int, object]:
+    peak, _ops, result = profiled_cpu(fn)
     return peak, result
 
 
@@ -42,6 +51,15 @@ def peak_allocated_cuda(fn: Callable[[], object]) -> tuple[int, object]:
 def peak_allocated(device: str, fn: Callable[[], object]) -> tuple[int, object]:
     """(peak bytes allocated during ``fn()`` above the bytes allocated before it, result)."""
     return peak_allocated_cuda(fn) if device == "cuda" else peak_allocated_cpu(fn)
+
+
+def allocated_and_ops(device: str, fn: Callable[[], object]) -> tuple[int, list[str] | None, object]:
+    """peak_allocated, with the ATen operations ``fn()`` ran where a profile takes the peak (a
+    CPU; None on a GPU, whose allocator gives the peak without one)."""
+    if device == "cuda":
+        peak, result = peak_allocated_cuda(fn)
+        return peak, None, result
+    return profiled_cpu(fn)
 
 
 def available_bytes(device: str) -> int:

@@ -123,6 +123,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "process": measured_by(),
         "traffic_counted_bytes": None,
         "peak_alloc_bytes": None,
+        "ops_run": None,  # the ATen operations a PyTorch call ran, on a CPU (kernels.measure.memory)
         "time_ms": None,
         "time_p10_ms": None,
         "time_p90_ms": None,

@@ -8,6 +8,8 @@ inference shape. It loads every problem, not the square one alone (common.load's
 
 from __future__ import annotations
 
+import json
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -26,6 +28,7 @@ from reports.pages.common import (
     show,
     why_untimed,
 )
+from reports.pages.rates import BYTES, rate
 from reports.pages.traffic import why_uncounted
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "grouped_table",
     "grouped_model_text",
     "grouped_measured_text",
+    "grouped_evidence",
     "split_table",
     "split_text",
     "rates",
@@ -333,6 +337,80 @@ def _grouped_measured(table: pd.DataFrame) -> str:
     )
 
 
+FAR_BELOW = 2  # a time that fell less than the bytes by more than this factor: its bytes are not its time
+OPS_SHOWN = 8  # of the ATen operations a path's call ran, the first shown
+
+
+def _amount(nbytes: float) -> str:
+    return f"{number(nbytes / MIB)} MiB" if nbytes >= MIB / 10 else f"{number(nbytes / 1024)} KiB"
+
+
+def _ops(points: pd.DataFrame) -> list[str]:
+    """The ATen operations the points' calls ran (their records' ops_run, JSON in the table),
+    each once, in the order first called; [] where none was recorded."""
+    found: dict[str, None] = {}
+    for listed in points.get("ops_run", pd.Series(dtype=object)).dropna():
+        found |= dict.fromkeys(json.loads(listed) if isinstance(listed, str) else listed)
+    return list(found)
+
+
+def _what_it_did(impl: str, points: pd.DataFrame, row: pd.Series) -> str:
+    """What one path did with the shared K/V heads, from its grouped points' records: its
+    largest allocation during a call against K and V repeated per query head (the copy a call
+    that expanded them would make), and the ATen operations its call ran."""
+    repeated = kv_bytes(points.assign(kv_heads=points["heads"]))
+    peak = pd.to_numeric(points["peak_alloc_bytes"], errors="coerce")
+    known = peak.notna()
+    if not known.any():
+        said = f"{impl} recorded no allocation"
+    else:
+        longest = points[known].loc[points[known]["tokens"].idxmax()]
+        copy = float(repeated[longest.name])
+        top = float(peak[known].max())
+        if (peak[known] < repeated[known]).all():
+            said = (
+                f"{impl} allocated at most {_amount(top)} during a call, less than the "
+                f"{_amount(copy)} that K and V repeated per query head take at T = "
+                f"{int(longest['tokens']):,}: it read each shared head where it lay, without copying it"
+            )
+        else:
+            said = (
+                f"{impl} allocated up to {_amount(top)} during a call, room for K and V repeated per query "
+                f"head ({_amount(copy)} at T = {int(longest['tokens']):,})"
+            )
+    ops = _ops(points)
+    if ops:
+        more = f" and {len(ops) - OPS_SHOWN} more" if len(ops) > OPS_SHOWN else ""
+        said += f"; its call ran {', '.join(f'`{op}`' for op in ops[:OPS_SHOWN])}{more}"
+    if row["speedup_measured"] * FAR_BELOW < row["speedup_from_kv_size"] and known.any():
+        said += (
+            f". At T = {int(row['tokens']):,} its time fell {number(row['speedup_measured'])}× for "
+            f"{number(row['speedup_from_kv_size'])}× fewer bytes of K and V"
+            + (", which it did not copy" if (peak[known] < repeated[known]).all() else "")
+            + ": what its call spends is not reading them from memory, and fewer K/V heads do not "
+            "shrink it (docs/decode.md counts where such a call's work goes without timing it)"
+        )
+    return said + "."
+
+
+def grouped_evidence(metrics: pd.DataFrame) -> str:
+    """Per path with grouped decode points: what its records say it did with the shared K/V
+    heads (peak allocation, the operations it ran) and, where its time fell far less than its
+    bytes, that its time is not the bytes'."""
+    table = grouped_table(metrics)
+    if table.empty:
+        return ""
+    timed = ok(decode_points(metrics)).dropna(subset=["time_ms"])
+    grouped = timed[timed["kv_heads"] < timed["heads"]]
+    fewer = table[table["kv_heads"] < table["heads"]]
+    said = []
+    for impl, part in fewer.groupby("impl"):
+        # its fewest K/V heads at its longest T: the case the sentence's speed-ups are of
+        row = part.sort_values(["kv_heads", "tokens"], ascending=[True, False]).iloc[0]
+        said.append(_what_it_did(impl, grouped[grouped["impl"] == impl], row))
+    return "What each path did with the shared heads, from its records: " + " ".join(said)
+
+
 def grouped_model_text(decode: pd.DataFrame) -> str:
     """What grouping saves in bytes, by the model."""
     return _grouped_model(decode) if len(decode) else empty("grouped model", why_no_cases(decode))
@@ -342,7 +420,7 @@ def grouped_measured_text(metrics: pd.DataFrame) -> str:
     """What grouping saves in this machine's time, from the metrics."""
     table = grouped_table(metrics)
     if not table.empty and (table["kv_heads"] < table["heads"]).any():
-        return _grouped_measured(table)
+        return _grouped_measured(table) + "\n\n" + grouped_evidence(metrics)
     why = why_no_decode(metrics) or why_untimed(decode_points(metrics))
     return empty(
         "grouped measured",
@@ -476,13 +554,16 @@ def rate_figure(found: pd.DataFrame, ceilings: dict):
     return fig
 
 
-def _rate_line(impl: str, part: pd.DataFrame) -> str:
+def _rate_line(impl: str, part: pd.DataFrame, ceilings: dict) -> str:
     inside, past = part[part["kv_over_cache"] <= 1], part[part["kv_over_cache"] > 1]
 
     def median(side: pd.DataFrame) -> str:
         n = len(side)
-        return f"{number(side['gbps'].median())} GB/s ({n} point{'s' * (n != 1)})"
+        return f"{rate(1e9 * side['gbps'].median(), BYTES, ceilings).text} ({n} point{'s' * (n != 1)})"
 
+    beyond = rate(1e9 * part["gbps"].max(), BYTES, ceilings)
+    if not beyond.measured:  # no median is stated beside a point that beats the ceilings
+        return f"{impl}: no rate stated, a call was {beyond.text}"
     if inside.empty or past.empty:
         where = "inside" if past.empty else "past"
         return f"{impl}: {median(part)}, every point {where} the cache"
@@ -493,16 +574,19 @@ def _rate_line(impl: str, part: pd.DataFrame) -> str:
 
 
 def rate_text(found: pd.DataFrame, metrics: pd.DataFrame, ceilings: dict) -> str:
-    """The median rate each path read K + V at inside the largest cache against past it."""
+    """The median rate each path read K + V at inside the largest cache against past it; no
+    rate beyond what the ceilings allow (reports.pages.rates)."""
     if found.empty:
         return empty("rates", why_no_rates(metrics))
     cache, where = largest_cache(metrics, ceilings)
     if cache is None:
+        beyond = rate(1e9 * found["gbps"].max(), BYTES, ceilings)
+        said = f"at {span(found['gbps'])} GB/s" if beyond.measured else f"in calls {beyond.text}"
         return (
-            f"K and V were read at {span(found['gbps'])} GB/s; neither the records nor "
+            f"K and V were read {said}; neither the records nor "
             "results/ceilings.json give a cache size to hold them against."
         )
-    lines = "; ".join(_rate_line(impl, part) for impl, part in found.groupby("impl"))
+    lines = "; ".join(_rate_line(impl, part, ceilings) for impl, part in found.groupby("impl"))
     marked = int(found["busy"].sum())
     busy_said = f" {marked} of the {len(found)} points were timed on a busy machine (ringed)." * bool(marked)
     return (

@@ -12,9 +12,10 @@ import pandas as pd
 import seaborn as sns
 
 from kernels.io.tables import REST
-from kernels.spec import ELEMENT_BYTES
+from kernels.spec import ELEMENT_BYTES, MIN_DATA_SHARE
 from reports.pages.common import number
 from reports.pages.handoff import CASE, KEY, THIS_MACHINE, View, describe, keyed
+from reports.pages.rates import BYTES, ELEMENTS, FLOPS, Rate, data_ms, rate, too_short
 
 __all__ = ["checked", "stage_answers", "cache_answer", "accuracy_text", "accuracy_figure", "accuracy_table"]
 
@@ -114,6 +115,26 @@ def _bound_words(stage: str, case: pd.Series, ceilings: dict) -> tuple[str, str]
     return "its own arithmetic, whichever memory serves it", said
 
 
+def reached_rate(row: pd.Series, ceilings: dict) -> Rate:
+    """The rate a timed stage reached with its fixed cost taken out (products: FLOP/s;
+    softmax: elements per second; the passes: GB/s), or why none is stated: its data time does
+    not stand measurably above its fixed cost, or the rate would beat the ceilings
+    (reports.pages.rates)."""
+    spread = row.get("time_p90_ms", np.nan) - row.get("time_p10_ms", np.nan)
+    data = data_ms(row["time_ms"], row["expected_fixed_ms"], None if pd.isna(spread) else spread)
+    if data is None:
+        return too_short(
+            f"it took {number(row['time_ms'] * 1e3)} µs against a fixed cost of "
+            f"{number(row['expected_fixed_ms'] * 1e3)} µs: what is left to its data is within the "
+            f"spread of its repeats or under {number(100 * MIN_DATA_SHARE)}% of its time"
+        )
+    if row["stage"] in SHAPE_OF_STAGE:
+        return rate(row["flops"] / (data / 1e3), FLOPS, ceilings, "GFLOP/s")
+    if row["stage"] == "softmax":
+        return rate(row["exps"] / (data / 1e3), ELEMENTS, ceilings, "billion elements per second")
+    return rate(row["bytes"] / (data / 1e3), BYTES, ceilings)
+
+
 def stage_answers(v: View, ceilings: dict) -> str:
     """One sentence per stage of the page's case, at its longest length: what bounds it, the
     rate it reached with its fixed cost taken out against the rate the ceilings measured, and
@@ -129,16 +150,11 @@ def stage_answers(v: View, ceilings: dict) -> str:
     lines = [f"**What bounds each stage here** ({describe(case)}, T = {int(longest['tokens'].iloc[0]):,}):"]
     for _, row in longest.iterrows():
         bound, said = _bound_words(row["stage"], case, ceilings)
-        data_s = max((row["time_ms"] - row["expected_fixed_ms"]) / 1e3, 1e-12)
-        if row["stage"] in SHAPE_OF_STAGE:
-            reached = f"{number(row['flops'] / data_s / 1e9)} GFLOP/s"
-        elif row["stage"] == "softmax":
-            reached = f"{number(row['exps'] / data_s / 1e9)} billion elements per second"
-        else:
-            reached = f"{number(row['bytes'] / data_s / 1e9)} GB/s"
-        text = (
-            f"- **{row['stage']}** ({row['does']}): bound by {bound or 'what its rates do not say'}; "
-            f"it reached {reached} with its fixed cost taken out"
+        reached = reached_rate(row, ceilings)
+        text = f"- **{row['stage']}** ({row['does']}): bound by {bound or 'what its rates do not say'}; " + (
+            f"it reached {reached.text} with its fixed cost taken out"
+            if reached.measured
+            else f"it was {reached.text}"
         )
         text += f" ({said})" if said else ""
         text += (

@@ -21,6 +21,7 @@ from reports.pages.handoff import (
     predicted_case,
     stages,
 )
+from reports.pages.rates import BYTES, ELEMENTS, FLOPS, fastest, measurable_ms, rate
 
 __all__ = ["time_text", "bounds_text", "prediction_text", "gpu_text", "finding"]
 
@@ -141,29 +142,49 @@ def one_side(rows: pd.DataFrame) -> str | None:
 def without_fixed_cost(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The rows with their GB/s over the time less each call's fixed cost, where the
     ceilings measured it (expected_fixed_ms), and the words that say which: across the cache
-    a rate that keeps the fixed cost compares fixed costs at the short lengths, not bytes."""
+    a rate that keeps the fixed cost compares fixed costs at the short lengths, not bytes. A
+    length whose time does not stand measurably above its fixed cost (reports.pages.rates)
+    gets no rate, and the words say how many."""
     fixed = rows["expected_fixed_ms"] if "expected_fixed_ms" in rows else pd.Series(dtype=float)
-    if fixed.notna().any() and (rows["time_ms"] > fixed).all():
+    if fixed.notna().any():
+        warm, cold = measurable_ms(rows, fixed), measurable_ms(rows, fixed, cold=True)
         data = rows.assign(
-            gbps=rows["bytes"] / ((rows["time_ms"] - fixed) / 1e3) / 1e9,
-            cold_gbps=rows["bytes"] / ((rows["cold_time_ms"] - fixed) / 1e3) / 1e9,
+            gbps=rows["bytes"] / (warm / 1e3) / 1e9,
+            cold_gbps=rows["bytes"] / (cold / 1e3) / 1e9,
         )
         taken = f"{number(fixed.median() * 1e3)} µs"
-        return data, f" (each call's fixed cost of {taken}, from the ceilings, taken out)"
+        short = int((warm.isna() | cold.isna()).sum())
+        left = (
+            f"; {short} of its {len(rows)} timed lengths too short to measure against it, warm or "
+            "cold, left out"
+            if short
+            else ""
+        )
+        return data, f" (each call's fixed cost of {taken}, from the ceilings, taken out{left})"
     return rows, (
         " (each call's fixed cost included: the ceilings timed none, so at short lengths this "
         "compares fixed costs as much as bytes)"
     )
 
 
-def per_byte(rows: pd.DataFrame, stage: str) -> str:
+def per_byte(rows: pd.DataFrame, stage: str, ceilings: dict | None = None) -> str:
     """A stage's median GB/s inside and past the largest cache, warm and cold, and how its
-    time per byte changed across it, with the fixed cost of a call taken out where known."""
+    time per byte changed across it, with the fixed cost of a call taken out where known; no
+    rate where one side was too short to measure or beats the ceilings (reports.pages.rates)."""
     mine, how = without_fixed_cost(_stage(rows, stage))
     warm, cold = _sides(mine, "gbps"), _sides(mine, "cold_gbps")
     if warm is None or cold is None:
+        if _sides(_stage(rows, stage), "gbps") is not None:
+            return (
+                f"**{stage}** was timed on both sides of the largest cache, but on one side or both "
+                f"every length was too short to measure against its fixed cost{how}."
+            )
         return f"**{stage}** has no timed length on both sides of the largest cache."
     (w_in, w_out, n_in, n_out), (c_in, c_out, _, _) = warm, cold
+    said = [rate(1e9 * g, BYTES, ceilings) for g in (w_in, c_in, w_out, c_out)]
+    beyond = next((r for r in said if not r.measured), None)
+    if beyond is not None:
+        return f"**{stage}** was {beyond.text}{how}."
     return (
         f"**{stage}** moved a median {number(w_in)} GB/s warm and {number(c_in)} GB/s cold at the "
         f"{n_in} length{'s' * (n_in != 1)} whose S + P fit in the largest cache, {number(w_out)} and "
@@ -177,27 +198,34 @@ def _bound_at(v: View) -> str:
     return f"the roofline's bound for this machine at T = {at:,}, warm, at the band's pessimistic end"
 
 
-def memory_text(v: View, found: dict[str, str]) -> str:
+def memory_text(v: View, found: dict[str, str], ceilings: dict | None = None) -> str:
     memory = {s: b for s, b in found.items() if is_memory(b)}
     if not memory:
         return f"No stage is bound by memory here ({_bound_at(v)})."
     text = f"**Bound by memory here** ({_bound_at(v)}): {grouped(memory)}."
     alone = one_side(v.rows)
-    return text + " " + (alone or " ".join(per_byte(v.rows, s) for s in memory))
+    return text + " " + (alone or " ".join(per_byte(v.rows, s, ceilings) for s in memory))
 
 
 def _rate_of(row: pd.Series, bound: str, ceilings: dict) -> str | None:
-    """A stage's arithmetic rate at one length against the machine's measured one."""
+    """A stage's arithmetic rate at one length against the machine's measured one (none
+    beyond what the ceilings allow: reports.pages.rates)."""
     if bound == "products" and pd.notna(row["tflops"]):
+        reached = rate(row["tflops"] * 1e12, FLOPS, ceilings, "TFLOP/s", 1e12)
+        if not reached.measured:
+            return f"{row['stage']} was {reached.text}"
         peak = ceilings.get("matmul_tflops")
         share = f" ({pct(row['tflops'] / peak)} of the measured {number(peak)} TFLOP/s)" if peak else ""
-        return f"{row['stage']} ran at {number(row['tflops'])} TFLOP/s{share}"
+        return f"{row['stage']} ran at {reached.text}{share}"
     if bound == "exponentials" and pd.notna(row["exps_per_s"]):
+        reached = rate(row["exps_per_s"], ELEMENTS, ceilings, "billion exponentials per second")
+        if not reached.measured:
+            return f"{row['stage']} was {reached.text}"
         peak = ceilings.get("exp_per_s")
         share = (
             f" ({pct(row['exps_per_s'] / peak)} of the measured {number(peak / 1e9)} billion)" if peak else ""
         )
-        return f"{row['stage']} at {number(row['exps_per_s'] / 1e9)} billion exponentials per second{share}"
+        return f"{row['stage']} at {reached.text}{share}"
     return None
 
 
@@ -238,12 +266,16 @@ def _verdict(ratios: dict[str, tuple], same: bool) -> str:
 
 
 def _arithmetic_rates(rows: pd.DataFrame, arithmetic: list[str], ceilings: dict) -> str:
-    """The arithmetic-bound stages' warm GB/s over every length, against DRAM's copy rate."""
+    """The arithmetic-bound stages' warm GB/s over every length, against DRAM's copy rate
+    (none where a length beats the ceilings: reports.pages.rates)."""
+    fastest_found = rows[rows["stage"].isin(arithmetic)]["gbps"].max()
+    beyond = rate(1e9 * fastest_found, BYTES, ceilings) if pd.notna(fastest_found) else None
+    if beyond is not None and not beyond.measured:
+        return f" Warm, no byte rate is given for them: at one length or more a stage was {beyond.text}."
     spans = [f"{s} {span(_stage(rows, s)['gbps'].dropna())} GB/s" for s in arithmetic]
     text = " Warm, they moved " + listed(spans) + " over the lengths timed"
     copy, _ = dram_rates(ceilings)
-    fastest = rows[rows["stage"].isin(arithmetic)]["gbps"].max()
-    if copy and fastest < copy:
+    if copy and fastest_found < copy:
         text += f", below DRAM's copy rate ({number(copy)} GB/s) at every one"
     return text + "."
 
@@ -285,8 +317,8 @@ def bounds_text(v: View, ceilings: dict) -> str:
         why = v.why_unpredicted or "none matches these points"
         lead = f"Without this machine's prediction ({why}), the stages are not sorted by what bounds them."
         alone = one_side(v.rows)
-        return lead + " " + (alone or " ".join(per_byte(v.rows, s) for s in stages(v.rows)))
-    return memory_text(v, found) + "\n\n" + arithmetic_text(v, found, ceilings)
+        return lead + " " + (alone or " ".join(per_byte(v.rows, s, ceilings) for s in stages(v.rows)))
+    return memory_text(v, found, ceilings) + "\n\n" + arithmetic_text(v, found, ceilings)
 
 
 # --- measured against predicted ---------------------------------------------------------------
@@ -339,7 +371,9 @@ def write_allocate(rows: pd.DataFrame, ceilings: dict) -> str:
     said = []
     for stage in stages(rows):
         mine = _stage(rows, stage)
-        fast = mine[mine["does"].str.contains(IN_PLACE, regex=False) & (mine["cold_gbps"] > copy)]
+        # above DRAM's copy rate and within what the ceilings allow (reports.pages.rates)
+        possible = mine["cold_gbps"] * 1e9 <= (fastest(ceilings, BYTES) or np.inf)
+        fast = mine[mine["does"].str.contains(IN_PLACE, regex=False) & (mine["cold_gbps"] > copy) & possible]
         if fast.empty:
             continue
         top = fast.sort_values("tokens").iloc[-1]
@@ -360,19 +394,24 @@ def write_allocate(rows: pd.DataFrame, ceilings: dict) -> str:
 
 
 def _band_end(mine: pd.DataFrame) -> str:
-    """Which end of the warm band a stage's measured warm/cold ratios lie nearer."""
+    """Which end of the warm band a stage's measured warm/cold ratios lie nearer, as the
+    sentence's last clause; where the two ends predict the same at every length, that there
+    is no nearer end to name."""
     low = mine["predicted_cold_ms"] / mine["predicted_warm_low_ms"]
     high = mine["predicted_cold_ms"] / mine["predicted_warm_high_ms"]
     measured = mine["warm_speedup"]
     differ = ~np.isclose(low, high)
     if not differ.any():
-        return f"both ends of the band predict {span(low)} at every length"
+        return "the two ends agree at every length, so neither is nearer the measurements"
     far_low = np.abs(np.log(measured[differ] / low[differ]))
     far_high = np.abs(np.log(measured[differ] / high[differ]))
     nearer_high = int((far_high < far_low).sum())
     end = "pessimistic" if nearer_high * 2 > differ.sum() else "optimistic"
     count = nearer_high if end == "pessimistic" else int(differ.sum()) - nearer_high
-    return f"nearer its {end} end at {count} of the {int(differ.sum())} lengths where the two ends differ"
+    return (
+        f"the measurements lie nearer its {end} end at {count} of the {int(differ.sum())} lengths "
+        "where the two ends differ"
+    )
 
 
 def _sided(series: pd.Series, rows: pd.DataFrame) -> str:
@@ -400,7 +439,7 @@ def band_text(rows: pd.DataFrame, stage: str) -> str:
         f"**{stage}**: warm over cold measured {_sided(mine['warm_speedup'], mine)}; the band's "
         f"optimistic end (every cache serves the share of the footprint that fits) predicts "
         f"{_sided(low, mine)}, its pessimistic end (a cache serves it only where it fits with room "
-        f"to spare) {_sided(high, mine)}: the measurements lie {_band_end(mine)}."
+        f"to spare) {_sided(high, mine)}: {_band_end(mine)}."
     )
     past = outside(mine)["warm_speedup"]
     if len(past):

@@ -24,6 +24,7 @@ from reports.pages.common import (
     why_untimed,
 )
 from reports.pages.paths import triton_path
+from reports.pages.rates import BYTES, FLOPS, within_ceilings
 
 __all__ = [
     "busy_note",
@@ -40,6 +41,8 @@ __all__ = [
     "time_figure",
     "speedup_table",
     "bandwidth",
+    "RATE_COLUMNS",
+    "within_ceilings",
     "ceilings",
 ]
 
@@ -205,6 +208,11 @@ def against_best_sdpa(metrics: pd.DataFrame) -> pd.DataFrame:
     table = best.join(fused, on=keys)
     table[f"speedup_of_{name}"] = table["sdpa_ms"] / table[f"{name}_ms"]
     return table.sort_values(keys).reset_index(drop=True)
+
+
+# the rate columns of this page's tables, for reports.pages.rates.within_ceilings: column →
+# (kind, its unit in per-second multiples)
+RATE_COLUMNS = {"gbps": (BYTES, 1e9), "tflops": (FLOPS, 1e12)}
 
 
 def bandwidth(metrics: pd.DataFrame) -> pd.DataFrame:

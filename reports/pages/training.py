@@ -13,8 +13,11 @@ import seaborn as sns
 
 from reports.pages.common import MIB, load, names, number, ok, sections, show, status_counts
 from reports.pages.paths import triton_path
+from reports.pages.rates import BYTES, FLOPS, within_ceilings
 
 __all__ = [
+    "RATE_COLUMNS",
+    "within_ceilings",
     "load",
     "show",
     "empty",
@@ -298,6 +301,10 @@ def products_finding(backward: pd.DataFrame) -> str:
 
 
 # --- time ----------------------------------------------------------------------------------------
+
+# the rate columns of the time tables, for reports.pages.rates.within_ceilings: column → (kind,
+# its unit in per-second multiples)
+RATE_COLUMNS = {"backward GFLOP/s": (FLOPS, 1e9), "GB/s (warm)": (BYTES, 1e9)}
 
 
 def time_table(backward: pd.DataFrame) -> pd.DataFrame:
