@@ -128,3 +128,20 @@ def memory_events(prof) -> list[tuple[int, int]]:
         for event in prof.kineto_results.events()
         if event.name() == "[memory]"
     ]
+
+
+# --- Valgrind's callgrind: counting one call ---------------------------------------------------
+
+
+@contextmanager
+def callgrind_counted() -> Iterator[None]:
+    """Collect callgrind's counts for the block alone, then dump them (a process run under
+    ``valgrind --tool=callgrind --collect-atstart=no``; a no-op elsewhere)."""
+    require("torch", "counting a call under callgrind")
+    import torch
+
+    torch._C._valgrind_toggle()
+    try:
+        yield
+    finally:
+        torch._C._valgrind_toggle_and_dump_stats()

@@ -68,13 +68,14 @@ def counted(args: argparse.Namespace) -> None:
     """Run under callgrind: each case's call counted alone (one dump per case)."""
     import torch
 
+    from kernels._compat import callgrind_counted
+
     torch.set_num_threads(1)  # one thread: the counts are the work, not its split
     for name, kv_heads, call in calls(args):
         for _ in range(WARM_CALLS):
             call()
-        torch._C._valgrind_toggle()
-        call()
-        torch._C._valgrind_toggle_and_dump_stats()
+        with callgrind_counted():
+            call()
         print(f"counted: {name}, {kv_heads} K/V heads", flush=True)
 
 
