@@ -12,7 +12,7 @@ import torch
 
 from kernels import catalog
 from kernels.impl.checks import DTYPES
-from kernels.spec import SDPA_IMPLEMENTATIONS
+from kernels.spec import DEFAULT_TWIN, SDPA_IMPLEMENTATIONS
 
 RTOL_ABS = 1e-5
 
@@ -105,6 +105,13 @@ def expected_verdict(impl: str, tokens: int, block_n: int, dtype: str, product: 
     if wrong_on_purpose(impl, tokens, block_n):
         return "fail"
     return "pass"
+
+
+def held_to_the_rule(impl: str, tokens: int, block_n: int | None) -> bool:
+    """Whether a measured point is held to the validation rule at its own inputs: every one
+    but those of the rule's own baseline (torch_naive: within its bound by definition, and a
+    second run of it costs as much as the point) and those wrong on purpose."""
+    return impl != DEFAULT_TWIN and not wrong_on_purpose(impl, tokens, block_n)
 
 
 def past_bound(what: str, error: float, bound: float, rule: str) -> str:
