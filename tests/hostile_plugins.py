@@ -67,6 +67,16 @@ def h_killbw(q, k, v, *, causal):
     return s.softmax(-1) @ v
 
 
+@implementation("h_masked_fill", stores="none")
+def h_masked_fill(q, k, v, *, causal):
+    """In its measure job, replaces a method torch.Tensor inherits from torch._C.TensorBase (so
+    not in vars(torch.Tensor)) by one that ignores its mask: every causal float64 reference
+    computed after it in the same process is unmasked."""
+    if measuring():
+        torch.Tensor.masked_fill = lambda self, mask, value: self.clone()
+    return attention(q, k, v, causal)
+
+
 @implementation("h_hang", stores="none")
 def h_hang(q, k, v, *, causal):
     while measuring():

@@ -5,6 +5,7 @@ test_workflow.py, whose worker runs that study.)"""
 
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -16,12 +17,15 @@ import torch
 import yaml
 from workflow_run import ROOT, env, seed_ceilings, snakemake
 
+from kernels.catalog import implementation
 from kernels.impl import mode
-from kernels.io.records import validate_record
+from kernels.io.records import DamagedRecordError, read_leaf, validate_record
 from kernels.io.tables import tables
-from kernels.measure.run import measure
+from kernels.measure.run import base_record, measure
 from kernels.measure.timing import Windows, time_cpu, windows
 from kernels.measure.validate import Shape, validate
+from kernels.paths.torch_naive.forward import torch_naive
+from kernels.planning.leaves import damaged_leaves, record_fields
 from kernels.planning.point import Point
 from kernels.spec import LARGE_INPUT, MAX_SEED
 
@@ -37,6 +41,12 @@ def interpreter():
 # what these tests ask of a record is no time: the shortest windows (a point's call timed for
 # 20 ms at most, its stages for 10 ms)
 QUICK = Windows(cpu_seconds=0.02, stage_seconds=0.01)
+
+
+@implementation("trust_off_a_little", stores="SP")
+def off_a_little(q, k, v, *, causal):
+    """torch_naive's output 0.1 % too large: finite, close, and wrong (its gradients too)."""
+    return torch_naive(q, k, v, causal) * 1.001
 
 
 # --- timing and derived figures --------------------------------------------------------------
@@ -95,6 +105,26 @@ def test_an_overflowing_float16_s_is_a_failed_record_the_fused_kernel_is_not():
     assert run("torch_naive", "bfloat16")["status"] == "ok"  # bfloat16 holds the scores
 
 
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_an_output_past_its_validation_bound_is_a_failed_record_naming_both(direction):
+    """A finite output (or gradient) whose error exceeds the validation rule's bound on the
+    point's own inputs is not ok: the record fails, naming the error and the bound."""
+    point = Point("trust_off_a_little", 1, 2, 32, 16, "float32", True, direction=direction)
+    with windows(QUICK):
+        record = measure(point, "cpu", seed=3)
+    validate_record(record)
+    what = "its output" if direction == "forward" else "its (dQ|dK|dV)"
+    rule = "the validation rule's bound at this point"
+    said = re.fullmatch(
+        rf"{what}'s largest error against the float64 definition, (\S+), exceeds {rule}, (\S+) \(.+\)",
+        record["reason"] or "",
+    )
+    assert record["status"] == "failed" and said, record["reason"]
+    error, bound = float(said[said.lastindex - 1]), float(said[said.lastindex])
+    errors = record.get("gradient_errors") or {"output": record["max_abs_error"]}
+    assert error > bound > 1e-5 and any(error == pytest.approx(e, rel=1e-2) for e in errors.values())
+
+
 def test_validation_expects_the_overflow_and_nothing_else():
     results = validate(
         impls=("torch_naive", "sdpa", "triton_naive", "triton_flash"),
@@ -109,6 +139,63 @@ def test_validation_expects_the_overflow_and_nothing_else():
     assert verdicts[("torch_naive", "float16")] == verdicts[("triton_naive", "float16")] == "nonfinite"
     assert verdicts[("triton_flash", "float16")] == verdicts[("sdpa", "float16")] == "pass"
     assert {verdicts[(i, "bfloat16")] for i in ("torch_naive", "triton_naive")} == {"pass"}
+
+
+# --- impossible numbers --------------------------------------------------------------------------
+
+# a field and a finite value no real run gives it (metrics.schema.json says why for each bound)
+ABSURD = {
+    "time 1e308 ms": ("time_ms", 1e308),
+    "a call over a day": ("time_ms", 86_400_001.0),
+    "1e308 bytes counted": ("traffic_counted_bytes", 1e308),
+    "a 309-digit count": ("traffic_counted_bytes", 10**308),
+    "2^63 bytes allocated": ("peak_alloc_bytes", 2**63),
+    "a modelled S of 1e31 bytes": ("bytes_S", 10**31),
+    "a job over a day": ("wall_seconds", 86_401.0),
+}
+
+
+@pytest.mark.parametrize("case", ABSURD)
+def test_an_absurd_finite_number_makes_a_record_damaged(tmp_path, case):
+    """NaN and Infinity are refused when a record is read; a finite number past what any run
+    can give is refused by the schema: no writer writes such a record, and the study's leaves
+    check names it damaged, so that the workflow sets it aside and measures it again."""
+    field, value = ABSURD[case]
+    point = Point("sdpa", 1, 2, 32, 16, "float32", True)
+    measured = {"time_ms": 1.5, "traffic_counted_bytes": 4096, "wall_seconds": 2.0}
+    record = base_record(point, "cpu", 0) | measured
+    validate_record(record)
+    record[field] = value
+    refusal = rf"field {field}: {re.escape(json.dumps(value))} is greater than the maximum of "
+    with pytest.raises(ValueError, match=f"metrics record {refusal}"):
+        validate_record(record)
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    found = damaged_leaves({str(path): ("record", record_fields(point))})
+    assert list(found) == [str(path)] and re.search(refusal, found[str(path)]), found
+
+
+def test_the_largest_point_the_config_accepts_is_within_the_records_bounds():
+    """The bounds on the model's counts hold every point the config schema accepts: B and H
+    at 65,535, T at 2^24, d at 256 (its record skipped, its model whole), both passes, the
+    reference's 8-byte S among them."""
+    for impl in ("reference", "torch_naive"):
+        for direction in ("forward", "backward"):
+            point = Point(impl, 65_535, 65_535, 2**24, 256, "float32", False, direction=direction)
+            validate_record(base_record(point, "cpu", 0) | {"status": "skipped", "reason": "too large"})
+
+
+def test_absurd_ceilings_are_damaged(tmp_path):
+    from modelled_study import ceilings
+
+    path = tmp_path / "ceilings.json"
+    good = ceilings(4 * 2**20)
+    for field, value in (("copy_gbps", 1e308), ("exp_per_s", 1e19), ("call_us", 1e11)):
+        path.write_text(json.dumps(good | {field: value}))
+        with pytest.raises(DamagedRecordError, match=rf"ceilings field {field}: .* greater than the maximum"):
+            read_leaf(path, "ceilings")
+    path.write_text(json.dumps(good))
+    assert read_leaf(path, "ceilings") == good
 
 
 # --- nothing hangs -----------------------------------------------------------------------------
@@ -158,6 +245,8 @@ def test_a_job_past_its_time_limit_leaves_a_failed_record(tmp_path):
         ({"sweep": [{"tokenz": [16]}]}, False),
         ({"sweep": []}, False),
         ({"limits": {"call_seconds": 0}}, False),
+        ({"limits": {"job_seconds": 86_400}}, True),
+        ({"limits": {"job_seconds": 86_401}}, False),  # a record's times are held below a day
     ],
 )
 def test_schema_bounds(override, accepted):

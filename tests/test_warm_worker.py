@@ -102,6 +102,14 @@ def warm_patches(q, k, v, *, causal):
     return attention(q, k, v, causal)
 
 
+@implementation("warm_patches_method", stores="SP")
+def warm_patches_method(q, k, v, *, causal):
+    # inherited from torch._C.TensorBase, so absent from vars(torch.Tensor); the next causal
+    # point's float64 reference would be unmasked
+    torch.Tensor.masked_fill = lambda self, mask, value: self.clone()
+    return attention(q, k, v, False)
+
+
 @implementation("warm_threads", stores="SP")
 def warm_threads(q, k, v, *, causal):
     if not LEAKED:
@@ -140,10 +148,17 @@ def warm(tmp_path_factory, plugin_env):
 
 
 def measure(
-    env: dict, workdir: Path, impl: str, tokens: str = "16", limit: float = 120, device: str = "cpu"
+    env: dict,
+    workdir: Path,
+    impl: str,
+    tokens: str = "16",
+    limit: float = 120,
+    device: str = "cpu",
+    causal: bool = False,
 ) -> dict:
     out = workdir / f"{impl}-{tokens}-{time.monotonic_ns()}.json"
     args = ["--impl", impl, "--batch", "1", "--heads", "1", "--tokens", tokens, "--head-dim", "16"]
+    args += ["--causal"] if causal else []
     args += ["--dtype", "float32", "--device", device, "--threads", "1", "--no-ncu", *WINDOWS]
     done = subprocess.run(
         [sys.executable, "-m", "kernels", "measure", *args, "--time-limit", str(limit), "--out", str(out)],
@@ -210,13 +225,17 @@ BREAKERS = [
     ("warm_sleeps", 1, "stopped after the time limit of 1 s per measure job"),
     ("warm_holds_the_lock", 1, "had not stopped the command itself 3 s later, so it was killed"),
     ("warm_leaks", 120, "memory leaked: the process held"),
-    ("warm_patches", 120, "replaced torch functions (torch.softmax by warm_faults)"),
+    ("warm_patches", 120, "replaced what later points reach (torch.softmax by warm_faults)"),
     ("warm_threads", 120, "thread(s) running"),
+    ("warm_patches_method", 120, "reach (torch.Tensor.masked_fill by warm_faults)"),
 ]
 # (a point that leaves a thread running is failed by the point's own guard too:
 # kernels.measure.process_guard)
 FAILS = ("warm_segfault", "warm_killed", "warm_sleeps", "warm_holds_the_lock", "warm_leaks", "warm_threads")
-QUICK = ["sdpa", "16"]  # a neighbour without stages: the chain below measures it eight times
+# a neighbour without stages: the chain below measures it nine times; causal, so that its
+# float64 reference calls the tensor method warm_patches_method replaces
+QUICK = ["sdpa", "16"]
+QUICKLY = {"causal": True}
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +247,7 @@ def own_quick(tmp_path_factory) -> dict:
     os.environ.pop(session.RUN_VARIABLE, None)  # named in the command's env only
     env = workflow_env() | {"ATTNIO_INTERPRET": "1", "ATTNIO_WORKER": "0"}
     try:
-        record = measure(env | {session.RUN_VARIABLE: str(run.folder)}, workdir, *QUICK)
+        record = measure(env | {session.RUN_VARIABLE: str(run.folder)}, workdir, *QUICK, **QUICKLY)
         used = sorted(p.name for p in run.folder.iterdir())  # a lane claimed leaves its lock
     finally:
         session.end(run)
@@ -239,12 +258,13 @@ def own_quick(tmp_path_factory) -> dict:
 def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, own_quick):
     """One after another, points that crash their worker (a segfault, a kill as the
     out-of-memory killer does it), hang past their limit (sleeping, or in C holding the
-    interpreter lock), leak, replace a torch function or leave a thread running, each between
+    interpreter lock), leak, replace a torch function or a method a tensor inherits (the
+    neighbour's causal reference calls it) or leave a thread running, each between
     two ordinary points: the breaking point is measured by the worker of the point before it;
     one that crashed, hung or leaked is recorded as failed with the reason; the next point
     runs in a fresh worker, with the record a process of its own gives. Two such chains run
     side by side, each in a session of its own (its own workers), so that the fresh workers'
-    start-up (torch's import) overlaps. Slow by nature: seven fresh workers, each importing
+    start-up (torch's import) overlaps. Slow by nature: eight fresh workers, each importing
     torch and rehearsing before its first point (about 4 s of CPU each)."""
     other = session.begin(tmp_path / "results-b", leak_mb=LEAK_MB)
     os.environ.pop(session.RUN_VARIABLE, None)  # named in the chain's env only
@@ -264,11 +284,11 @@ def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, o
 
 def break_one_after_another(env: dict, workdir: Path, own: dict, breakers: list) -> None:
     workdir.mkdir()
-    before = measure(env, workdir, *QUICK)
+    before = measure(env, workdir, *QUICK, **QUICKLY)
     assert differences(before, own) == []
     for impl, limit, said in breakers:
         broken = measure(env, workdir, impl, limit=limit)
-        after = measure(env, workdir, *QUICK)
+        after = measure(env, workdir, *QUICK, **QUICKLY)
         if impl in FAILS:
             assert broken["status"] == "failed" and said in broken["reason"], f"{impl}: {broken['reason']}"
         else:
@@ -279,6 +299,44 @@ def break_one_after_another(env: dict, workdir: Path, own: dict, breakers: list)
         assert after["process"]["pid"] != before["process"]["pid"], f"{impl}: the worker was not replaced"
         assert after["process"]["points_before"] == 0, impl
         before = after
+
+
+def test_what_a_job_replaced_is_named_and_torchs_own_wrapping_is_not():
+    """The check after each job, in this process: a tensor method inherited from
+    torch._C.TensorBase, a torch function replaced under torch's own name (functools.wraps)
+    or wrapped by torch's own wrapper around another function, and a function of our own
+    reference are each named; torch wrapping its own function (as torch._dynamo's import
+    wraps torch.manual_seed) is no change; everything is set back after."""
+    import functools
+
+    import torch
+
+    import kernels.impl.reference as reference
+    from kernels.warm import isolation
+
+    before = isolation.reached_now()
+    saved = {"softmax": torch.softmax, "log_softmax": torch.log_softmax, "seed": torch.manual_seed}
+    definition = reference.reference_float64
+    try:
+        torch.Tensor.masked_fill = lambda self, mask, value: self.clone()
+        torch.softmax = functools.wraps(saved["softmax"])(lambda x, dim: x)
+        torch.log_softmax = torch._disable_dynamo(lambda x, dim: x)
+        reference.reference_float64 = lambda *args, **kwargs: None
+        torch.manual_seed = torch._disable_dynamo(saved["seed"])  # torch's own wrapping
+        assert isolation.replaced_in(before) == [
+            f"kernels.impl.reference.reference_float64 by {__name__}",
+            f"torch.Tensor.masked_fill by {__name__}",
+            f"torch.log_softmax by {__name__}",
+            f"torch.softmax by code in {__file__}",  # functools.wraps gave it torch's module name
+        ]
+        assert before["torch"]["manual_seed"] is torch.manual_seed  # taken in as it stands
+    finally:
+        del torch.Tensor.masked_fill
+        torch.softmax, torch.log_softmax = saved["softmax"], saved["log_softmax"]
+        torch.manual_seed = saved["seed"]
+        reference.reference_float64 = definition
+    before["torch"]["manual_seed"] = saved["seed"]
+    assert isolation.replaced_in(before) == []
 
 
 def test_a_poisoned_process_is_set_back_for_the_next_point(warm, tmp_path, own_process):

@@ -164,6 +164,18 @@ WRONG = {  # a leaf, what is put in its place, and what the error says
         "ceilings field copy_gbps: -1 is less than or equal to the minimum of 0",
     ),
     "ceilings with NaN": ("ceilings.json", "ceilings", lambda t: t.replace("{", '{"x": NaN,', 1), "NaN"),
+    "ceilings copying at 1e308 GB/s": (
+        "ceilings.json",
+        "ceilings",
+        lambda text: replace_field(text, "copy_gbps", 1e308),
+        "ceilings field copy_gbps: 1e+308 is greater than the maximum of 1000000",
+    ),
+    "record of a call taking 1e308 ms": (
+        RECORD,
+        "record",
+        lambda text: replace_field(text, "time_ms", 1e308),
+        "metrics record field time_ms: 1e+308 is greater than the maximum of 86400000",
+    ),
     "provenance without config": (
         "env.json",
         "env",

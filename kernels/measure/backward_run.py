@@ -18,6 +18,7 @@ from kernels.impl import mode
 from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import peak_allocated
 from kernels.measure.saved import saved_bytes, saved_during
+from kernels.measure.verdict import RTOL_ABS, held_to_the_rule, past_bound
 from kernels.planning.point import Point
 
 INTERPRETED = "not timed: Triton interpreter (correctness and counting only)"
@@ -31,7 +32,8 @@ def leaves(q, k, v) -> list[torch.Tensor]:
 
 def gradient_check(point: Point, q, k, v, do, grads) -> dict:
     """Each gradient's largest error against the float64 definition's; where a gradient is
-    not finite but the definition's is, the reason the point failed."""
+    not finite but the definition's is, or one exceeds the validation rule's bound on these
+    inputs (``gradients_past_bound``), the reason the point failed."""
     from kernels.measure.validate_backward import reference_gradients
 
     ref = reference_gradients(q, k, v, do, point.causal)
@@ -44,7 +46,29 @@ def gradient_check(point: Point, q, k, v, do, grads) -> dict:
     found["max_abs_error"] = None if bad else max(errors.values())
     if bad and all(torch.isfinite(r).all() for r in ref):
         found["check_reason"] = f"{bad:,} gradient elements are not finite where the float64 definition's are"
+    elif not bad and found["max_abs_error"] > RTOL_ABS:
+        held = held_to_the_rule(point.impl, point.tokens, point.block_n)
+        past = gradients_past_bound(point, q, k, v, do, grads, ref) if held else None
+        if past:
+            found["check_reason"] = past
     return found
+
+
+BOUND_RULE = "3 × torch_naive's error in the same dtype + 1e-05, as validation holds it"
+
+
+def gradients_past_bound(point: Point, q, k, v, do, grads, ref) -> str | None:
+    """The first gradient whose error exceeds the validation rule's bound on these very
+    inputs (kernels.measure.validate_backward: torch_naive's gradients as the baseline), as
+    the point's reason for failing; None where all three hold. Only asked where an error
+    exceeds 1e-5."""
+    from kernels.measure.validate_backward import baseline_gradients, gradient_errors
+
+    base = baseline_gradients(q, k, v, do, point.causal)
+    for name, error, bound in gradient_errors(grads, ref, base):
+        if not error <= bound:
+            return past_bound(f"its {name}", error, bound, BOUND_RULE)
+    return None
 
 
 def timed(point: Point, device: str, threads: int, forward, inputs, do) -> dict:

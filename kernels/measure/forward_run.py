@@ -16,6 +16,7 @@ from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import allocated_and_ops, peak_allocated
+from kernels.measure.verdict import RTOL_ABS, held_to_the_rule, past_bound
 from kernels.models.stage_cost import forward_stage_names
 from kernels.planning.point import Point
 from kernels.spec import REFERENCE_CHUNK_BYTES
@@ -44,18 +45,48 @@ def _chunk_rows(q) -> int:
 def check_output(point: Point, q, k, v, out: torch.Tensor) -> dict:
     """Error against the float64 definition and the count of non-finite outputs. Where the
     output is not finite but the definition is, the point failed: the reason says whether the
-    largest score exceeds what its S dtype holds."""
+    largest score exceeds what its S dtype holds. Where its error exceeds the validation
+    rule's bound at this very point (``bound_at``), it failed too, unless its path is wrong
+    there on purpose (the tile-local softmax past one key tile)."""
     from kernels.impl.reference import largest_product, reference_float64
 
     ref = reference_float64(q, k, v, point.causal, chunk_rows=_chunk_rows(q))
     bad = int((~torch.isfinite(out)).sum().item())
     found = {"nonfinite_outputs": bad, "max_abs_error": None}
     if not bad:
-        return found | {"max_abs_error": (out.double() - ref).abs().max().item()}
+        error = (out.double() - ref).abs().max().item()
+        found["max_abs_error"] = error
+        if error > RTOL_ABS and held_to_the_rule(point.impl, point.tokens, point.block_n):
+            bound = bound_at(point, q, k, v, ref)
+            if not error <= bound:
+                found["check_reason"] = past_bound("its output", error, bound, BOUND_RULE)
+        return found
     if not torch.isfinite(ref).all():
         return found | {"check_reason": "the float64 definition itself is not finite"}
     product = largest_product(q, k, _chunk_rows(q))
     return found | {"overflow": overflow_reason(point, bad, out.numel(), product)}
+
+
+BOUND_RULE = "2 × torch_naive's error in the same dtype + 1e-05, as validation holds it"
+
+
+def bound_at(point: Point, q, k, v, ref: torch.Tensor) -> float:
+    """The validation rule's bound on these very inputs: 2·max|naive − ref| + 1e-5, the naive
+    baseline (torch_naive in the point's dtype, kernels.measure.validate.naive_baseline)
+    computed a block of query rows at a time against the keys those rows see, so that it
+    needs no more memory than the float64 reference's blocks. Only asked where the error
+    exceeds 1e-5, which a float32 point's seldom does."""
+    from kernels.measure.validate import naive_baseline
+
+    queries, T = q.shape[-2], k.shape[-2]
+    step = _chunk_rows(q)
+    worst = 0.0
+    for start in range(0, queries, step):
+        rows = slice(start, min(queries, start + step))
+        seen = T - queries + rows.stop if point.causal else T  # keys past the last row's are masked
+        naive = naive_baseline(q[..., rows, :], k[..., :seen, :], v[..., :seen, :], point.causal)
+        worst = max(worst, (naive.double() - ref[..., rows, :]).abs().max().item())
+    return 2.0 * worst + RTOL_ABS
 
 
 def overflow_reason(point: Point, bad: int, total: int, product: float) -> str:

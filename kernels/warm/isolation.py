@@ -5,7 +5,8 @@ count, default dtype, gradient mode, random seed and backend flags, the signal h
 module search path and the umask; the job then runs with its client's working folder,
 environment, arguments, stdout and stderr. After it the caching allocators are emptied and
 three things are checked that cannot be set back: memory the job left allocated (more than
-the run's limit is a leak), threads it left running, and torch functions it replaced. Each
+the run's limit is a leak), threads it left running, and what every later point reaches that
+it replaced (torch's functions, a tensor's methods, our own modules' functions). Each
 ends the worker after the job (``retire``), so that the next job starts in a fresh one.
 """
 
@@ -14,13 +15,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import math
+import operator
 import os
 import random
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
@@ -73,25 +76,126 @@ FLAGS: dict[str, tuple[Callable[[], object], Callable[[object], None]]] = {
         lambda on: setattr(torch.backends.mkldnn, "enabled", on),
     ),
 }
-# modules whose functions a job must not replace (compared by identity after each job)
-WATCHED = {"torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": torch.nn.functional}
+# What every later point reaches, which a job must leave as it found it (compared by identity
+# after each job): every attribute of torch, torch.nn.functional and math; every attribute of a
+# tensor, resolved through its bases (torch.Tensor inherits most methods, masked_fill among
+# them, from torch._C.TensorBase: vars(torch.Tensor) alone misses them); and every function and
+# class of our own modules (kernels.*: the float64 reference, the validation's baseline and
+# verdicts, the output check). A name a job adds is no change.
+MODULES = {"torch": torch, "torch.nn.functional": torch.nn.functional, "math": math}
+CLASSES = {"torch.Tensor": torch.Tensor}
+OURS = "kernels"
+TORCH_FOLDER = os.path.dirname(torch.__file__) + os.sep
+WRAPPED_DEPTH = 8  # how far a torch wrapping is followed back to the function it wraps
+_GONE = object()
+
+Reached = dict[str, dict[str, object]]
 
 
-def _watched_ids() -> dict[str, int]:
-    found = {}
-    for prefix, holder in WATCHED.items():
-        for name, value in list(vars(holder).items()):
-            if callable(value) and not isinstance(value, type(torch)):
-                found[f"{prefix}.{name}"] = id(value)
+def _resolved(cls: type) -> dict[str, object]:
+    """A class's attributes as an instance finds them: its bases' first, each overridden by
+    the classes nearer to it."""
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        found.update(vars(klass))
     return found
 
 
-def _replacement(prefix: str, name: str) -> str | None:
-    """The module of what now stands at ``prefix.name``, when it is not torch's own (torch
-    wraps a few of its functions itself on first use, torch._dynamo's import among them)."""
-    value = getattr(WATCHED[prefix], name, None)
-    module = getattr(value, "__module__", None) or ""
-    return None if module.split(".")[0] == "torch" else module or "?"
+def _ours() -> dict[str, dict[str, object]]:
+    """Each of our modules now imported: its functions and classes (its other globals are
+    its own state, which it may change)."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == OURS or name.startswith(f"{OURS}.")):
+            found[name] = {key: value for key, value in list(vars(module).items()) if callable(value)}
+    return found
+
+
+def reached_now() -> Reached:
+    """What a point reaches, as it stands now: namespace → its attributes."""
+    found = {name: dict(vars(module)) for name, module in MODULES.items()}
+    found |= {name: _resolved(cls) for name, cls in CLASSES.items()}
+    return found | _ours()
+
+
+def _namespace_now(name: str) -> dict[str, object]:
+    if name in MODULES:
+        return vars(MODULES[name])
+    if name in CLASSES:
+        return _resolved(CLASSES[name])
+    module = sys.modules.get(name)
+    return vars(module) if module is not None else {}
+
+
+def _unwrapped(value: object) -> list[object]:
+    """``value`` and, while it is torch's own wrapper (a Python function of torch's files
+    with ``__wrapped__``), the function inside it, outermost first."""
+    chain = [value]
+    for _ in range(WRAPPED_DEPTH):
+        code = getattr(value, "__code__", None)
+        inner = getattr(value, "__wrapped__", None)
+        if code is None or inner is None or not code.co_filename.startswith(TORCH_FOLDER):
+            break
+        value = inner
+        chain.append(value)
+    return chain
+
+
+def torchs_own_wrapping(before: object, now: object) -> bool:
+    """torch wraps a few of its own functions on first use (torch._dynamo's import wraps
+    torch.manual_seed): torch's own wrapper around the one before. A plugin's function
+    (functools.wraps or not) has its code elsewhere, and torch's wrapper around a plugin's
+    function holds the plugin's."""
+    return any(inner is before for inner in _unwrapped(now)[1:])
+
+
+def _what_stands(value: object) -> str:
+    """Who put ``value`` there (inside torch's own wrappers): the module it says, or where its
+    code is when that module is not where its code is (functools.wraps copies a module's
+    name, not the code), else its type."""
+    if value is _GONE:
+        return "removed"
+    value = _unwrapped(value)[-1]
+    module = getattr(value, "__module__", None)
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        said = getattr(sys.modules.get(module) if isinstance(module, str) else None, "__file__", None)
+        if said is None or os.path.realpath(said) != os.path.realpath(code.co_filename):
+            return f"by code in {code.co_filename}"
+    return f"by {module}" if isinstance(module, str) and module else f"by a {type(value).__name__}"
+
+
+def _unchanged(before: dict[str, object], now: Mapping[str, object]) -> bool:
+    """Whether every name of ``before`` stands in ``now`` as the same object: a lookup and an
+    identity test per name inside C (itemgetter, map), the whole cost of a job that changed
+    nothing."""
+    if not before:
+        return True
+    try:
+        values = operator.itemgetter(*before)(now)
+    except KeyError:
+        return False
+    values = values if len(before) > 1 else (values,)
+    return all(map(operator.is_, values, before.values()))
+
+
+def replaced_in(before: Reached) -> list[str]:
+    """What a job replaced or removed of ``before`` (named with who put what stands there
+    now); torch's own wrappings are taken into ``before`` instead."""
+    found = []
+    for space, names in before.items():
+        now = _namespace_now(space)
+        if _unchanged(names, now):
+            continue
+        for name, value in names.items():
+            current = now.get(name, _GONE)
+            if current is value:
+                continue
+            if torchs_own_wrapping(value, current):
+                names[name] = current
+                continue
+            found.append(f"{space}.{name} {_what_stands(current)}")
+    return sorted(found)
 
 
 def rss_bytes() -> int | None:
@@ -155,7 +259,7 @@ class Pristine:
     environ: dict[str, str]
     cwd: str
     argv: list[str]
-    watched: dict[str, int] = field(default_factory=_watched_ids)
+    reached: Reached = field(default_factory=reached_now)
 
     @classmethod
     def now(cls) -> Pristine:
@@ -183,18 +287,11 @@ class Pristine:
         sys.path[:] = self.path
         os.umask(self.umask)
 
-    def replaced_functions(self) -> list[str]:
-        """Torch functions a job replaced by its own (named with the replacement's module)."""
-        now = _watched_ids()
-        found = []
-        for key, ident in self.watched.items():
-            if now.get(key, ident) == ident:
-                continue
-            prefix, name = key.rsplit(".", 1)
-            module = _replacement(prefix, name)
-            if module:
-                found.append(f"{key} by {module}")
-        return sorted(found)
+    def replaced(self) -> list[str]:
+        """What every later point reaches that the job replaced or removed (``replaced_in``),
+        once what can be set back is (torch.set_default_dtype rebinds torch.Storage)."""
+        self.set_back()
+        return replaced_in(self.reached)
 
 
 @contextmanager
@@ -278,7 +375,8 @@ def retire_reason(
     left = extra_threads(threads_before)
     if left:
         return f"the job left {left} thread(s) running", held
-    replaced = pristine.replaced_functions()
-    if replaced:
-        return f"the job replaced torch functions ({', '.join(replaced[:5])})", held
+    changed = pristine.replaced()
+    if changed:
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        return f"the job replaced what later points reach ({', '.join(changed[:5])}{more})", held
     return None, held

@@ -6,8 +6,9 @@ mode of its lane, imports what the commands import, listens on the lane's socket
 each job's ``python -m kernels`` arguments through ``kernels.cli.main`` in the job's folder,
 environment and output files (kernels.warm.isolation). A measure job's record names this
 process and how many points it measured before. After a job that leaked memory (its point's
-record then says failed, naming the leak), left threads running, replaced torch functions or
-broke the GPU context, the worker ends; so it does when its keeper is gone.
+record then says failed, naming the leak), left threads running, replaced what later points
+reach (torch's functions, a tensor's methods, our own functions) or broke the GPU context,
+the worker ends; so it does when its keeper is gone.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ class Worker:
         if measures and not self.rehearsed:
             rehearse()
             isolation.settle()
-            self.pristine.watched = isolation.Pristine.now().watched
+            self.pristine.reached = isolation.reached_now()
             self.rehearsed = True
         send(conn, event="started", pid=os.getpid())
         threads = threading.active_count()
