@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.build.table import write_build_table
-from kernels.io.atomic import write_csv_atomic
+from kernels.io.computed_tables import write_table
 from kernels.io.records import validate_record
 from kernels.io.tables import write_tables
 from kernels.measure import gates
@@ -35,7 +35,6 @@ MATMUL_FLOPS = 50e9
 CACHE_RATE = 40e9  # B/s
 DRAM_RATE = 15e9
 CALL_COST_S = 20e-6  # a fixed cost per operation
-TILE_ERROR_COLUMNS = ["impl", "tokens", "block_m", "block_n", "head_dim", "dtype", "causal", "error"]
 
 
 def _seconds(nbytes: float, flops: float, rate: float) -> float:
@@ -195,7 +194,7 @@ def write_results(
     prediction_tables.write(
         grids, [], model / "gpus.csv", model / "predictions.csv", model / "predicted_kernels.csv"
     )
-    write_csv_atomic(results / "tile_errors.csv", tile_errors, columns=TILE_ERROR_COLUMNS)
+    write_table(results / "tile_errors.csv", "tile_errors.csv", tile_errors)
     device = found_ceilings.get("device", "cpu")
     config = {"device": device, "sweep": grids, "build": {"targets": ["sm_80", "sm_90"]}}
     env = {"device": device, "cpu": "test CPU", "cpu_count": 2, "versions": {}}
