@@ -8,8 +8,9 @@ own record of every point on tests/modelled_study.py's made-up machine, and ever
 collect, model, predict, predict_stages and backward_model rules write, each read back
 through its schema and seal. A few of them, and the issue's two cases, are then rendered:
 every page and the index, each empty section saying why. Plugins with and without models
-are among the implementations drawn. Many sweeps through the tables, a few through the pages,
-about 20 s in all on one core (Hypothesis derandomized: the same sweeps on every run)."""
+are among the implementations drawn. Many sweeps through the tables, a few through the pages:
+about 25 s of one core in all (over 5 s: the point of the file is breadth; Hypothesis
+derandomized, so the same sweeps on every run)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def _softmax_attention(q, k, v, causal):  # never called: the records are modell
 
 
 def register_plugins() -> None:
-    """Three plugins' implementations, registered as a plugin registers them: one with no
+    """Three plugins' implementations, registered as a plugin module's import registers them
+    (as if the config's plugins named it): one with no
     model at all, one materialized a chunk of rows at a time, one fused Triton path with every
     model (our fused path's), taking both inference dimensions and a backward."""
 
@@ -99,6 +101,7 @@ def plugins_and_schema(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(catalog, "_registered", dict(catalog._registered))
         register_plugins()
+        assert set(PLUGINS) <= set(catalog.names())
         SCHEMA_JSON = tmp_path_factory.mktemp("schema") / "config.schema.json"
         SCHEMA_JSON.write_text(json.dumps(SCHEMA))
         yield
