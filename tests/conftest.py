@@ -55,6 +55,7 @@ FIRST = (
     "test_gpu_scripts.py",
     "test_validate_backward.py",
     "test_any_machine_plan.py",
+    "test_any_sweep.py",
 )
 
 

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from kernels.cli import main
+from kernels.io.computed_tables import columns
 from kernels.models import stage_predictions
 from kernels.models.hierarchy import Machine, from_ceilings, from_gpu, stage_time
 from kernels.models.stage_type import StageCost
@@ -184,7 +185,7 @@ def test_stage_prediction_rows_for_a_tiny_sweep(tmp_path):
     assert (count, left_out) == ((5 + 3) * 4, None)
     with open(out, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert tuple(rows[0]) == stage_predictions.COLUMNS
+    assert tuple(rows[0]) == columns("stage_predictions.csv")
     assert {r["target"] for r in rows} == {"A100", "H100", "H200", "this machine"}
     assert [r["stage"] for r in rows if r["impl"] == "torch_naive" and r["target"] == "H200"] == [
         "scores",

@@ -72,11 +72,11 @@ def test_index_findings_and_every_point_follow_the_records(metrics):
 
 
 def test_storage_page_says_what_the_records_measured(metrics, tmp_path):
-    from kernels.io.atomic import write_csv_atomic
+    from kernels.io.computed_tables import write_table
     from kernels.models.model_tables import matrix_sizes
 
     metrics.to_parquet(tmp_path / "metrics.parquet", index=False)
-    write_csv_atomic(tmp_path / "sizes.csv", matrix_sizes())
+    write_table(tmp_path / "sizes.csv", "matrix_sizes.csv", matrix_sizes())
     (tmp_path / "env.json").write_text(json.dumps({"device": "cpu", "cpu": "test CPU", "cpu_count": 2}))
     (tmp_path / "backward.csv").write_text("")  # no backward point
     out = tmp_path / "storage.ipynb"

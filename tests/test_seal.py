@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from kernels.io.atomic import write_atomic, write_csv_atomic
+from kernels.io.atomic import write_atomic
+from kernels.io.computed_tables import write_table
 from kernels.io.records import DamagedRecordError, read_leaf
 from kernels.io.seal import seal_path
 
@@ -15,7 +16,7 @@ ROWS = [{"tokens": t, "dtype": "float32", "element_bytes": 4, "bytes": 4 * t * t
 
 def test_a_sealed_table_cut_at_a_row_end_is_damaged_naming_both_counts(tmp_path):
     path = tmp_path / "matrix_sizes.csv"
-    write_csv_atomic(path, ROWS)
+    write_table(path, "matrix_sizes.csv", ROWS)
     assert json.loads(seal_path(path).read_text())["rows"] == 3
     assert len(read_leaf(path, "table")) == 3
     path.write_text("".join(path.read_text().splitlines(True)[:2]))  # the header and one row
@@ -25,7 +26,7 @@ def test_a_sealed_table_cut_at_a_row_end_is_damaged_naming_both_counts(tmp_path)
 
 def test_a_table_without_its_seal_is_not_trusted(tmp_path):
     path = tmp_path / "matrix_sizes.csv"
-    write_csv_atomic(path, ROWS)
+    write_table(path, "matrix_sizes.csv", ROWS)
     seal_path(path).unlink()  # its writer stopped between the table and its seal
     with pytest.raises(DamagedRecordError, match="has no seal"):
         read_leaf(path, "table")

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from kernels.io.seal import fingerprint, seal_path
@@ -128,10 +128,12 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, sealed: bool = Fals
     write_atomic(path, write, sealed=sealed)
 
 
-def write_csv_atomic(path: str | os.PathLike, rows: list[dict], columns: Sequence[str] | None = None) -> None:
-    """Rows of dicts as a sealed CSV table with a header (the first row's keys unless given)."""
+def write_csv_atomic(path: str | os.PathLike, rows: Iterable[dict], columns: Sequence[str]) -> None:
+    """Rows of dicts as a sealed CSV table with the header ``columns`` (never a first row's
+    keys: a table of no rows has its header too). A table of tables.schema.json is written
+    with kernels.io.computed_tables.write_table, which takes its columns from its schema."""
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(columns or rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(text, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     write_text_atomic(path, text.getvalue(), sealed=True)

@@ -200,8 +200,8 @@ def _reads_as(text: str, kind: str) -> bool:
 def read_table(path: str | os.PathLike) -> list[dict[str, str]]:
     """A CSV table of tables.schema.json (by its file name), its rows as dicts of strings:
     every field a column, every value there of its type, every required value there, every
-    row as long as the header. A table with no rows may lack a header (the study had nothing
-    for it); a file with no line at all is empty."""
+    row as long as the header. A table with no rows has its header all the same
+    (kernels.io.computed_tables); a file with no line at all is empty."""
     path = Path(path)
     schema = table_schemas()["tables"].get(path.name)
     if schema is None:
@@ -217,9 +217,9 @@ def read_table(path: str | os.PathLike) -> list[dict[str, str]]:
     except csv.Error as err:
         raise DamagedRecordError(f"{path}: is not a CSV table: {err}") from None
     header, rows = (lines[0] if lines else []), lines[1:]
-    if not header and not any(rows):
-        return []  # a table with nothing in it
     missing = [f["name"] for f in schema["fields"] if f["name"] not in header]
+    if missing and not header:
+        raise DamagedRecordError(f"{path}: has no header (a table of no rows has its columns all the same)")
     if missing:
         raise DamagedRecordError(
             f"{path}: has no column {', '.join(missing)} (its header: {','.join(header)})"

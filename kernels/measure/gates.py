@@ -50,7 +50,7 @@ def no_backward(point: Point) -> str | None:
     """A backward point of a path that has no backward (the registration says why), or with
     fewer queries than keys (inference's shape: no study trains on it)."""
     why = catalog.get(point.impl).backward_reason() if point.backward else None
-    if why is None and point.backward and point.query_tokens is not None:
+    if why is None and point.backward and not point.trains:
         why = (
             f"query_tokens={point.query_tokens} is fewer queries than tokens={point.tokens} keys, an "
             "inference shape; the backward is measured on the square problem (grouped heads allowed)"

@@ -14,13 +14,12 @@ from kernels import catalog
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import reference_float64
 from kernels.impl.registry import attention
-from kernels.io.atomic import write_csv_atomic
+from kernels.io.computed_tables import write_table
 
 TOKENS = (16, 40, 100)
 BLOCKS_N = (16, 32, 64)
 BLOCK_M = 16
 HEAD_DIM = 32
-COLUMNS = ("impl", "tokens", "block_m", "block_n", "head_dim", "dtype", "causal", "error")
 
 
 def compared() -> tuple[str, ...]:
@@ -55,4 +54,4 @@ def tile_errors(device: str, tokens=TOKENS, blocks_n=BLOCKS_N, seed: int = 0) ->
 
 
 def write(rows: list[dict], path: str | os.PathLike) -> None:
-    write_csv_atomic(path, rows, COLUMNS)
+    write_table(path, "tile_errors.csv", rows)

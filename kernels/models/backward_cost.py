@@ -82,15 +82,21 @@ def convention_flops_backward(point: Point) -> int:
 
 def executed_flops_backward(point: Point) -> int | None:
     """FLOPs of the backward as its kernels execute them, from the path's registration
-    (``backward_flops_model``); None for a path that gives none."""
+    (``backward_flops_model``); None for a path that gives none, or a shape no backward runs
+    at (Point.trains: the models are the square problem's)."""
     model = catalog.get(point.impl).hook("backward_flops_model")
-    return None if model is None else int(model(point))
+    return None if model is None or not point.trains else int(model(point))
 
 
 def as_issued_backward(point: Point) -> dict[tuple[str, str, str], int] | None:
-    """The backward kernels' own model of what they move, or None where none is given."""
+    """The backward kernels' own model of what they move, or None where none is given or
+    where no backward runs at the point's shape (Point.trains)."""
     model = catalog.get(point.impl).backward_model()
-    return None if model is None else {key: int(nbytes) for key, nbytes in model(point).items()}
+    return (
+        None
+        if model is None or not point.trains
+        else {key: int(nbytes) for key, nbytes in model(point).items()}
+    )
 
 
 def backward_stages(point: Point) -> list[dict]:

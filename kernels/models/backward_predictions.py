@@ -28,8 +28,7 @@ from collections.abc import Iterable
 from functools import cache
 
 from kernels import catalog
-from kernels.io.atomic import write_csv_atomic
-from kernels.models import stage_predictions
+from kernels.io.computed_tables import write_table
 from kernels.models.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
 from kernels.models.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
 from kernels.models.hierarchy import Machine
@@ -40,49 +39,6 @@ from kernels.planning.sweep import points as sweep_points
 
 MS = 1e3
 CROSSING_TOKENS = tuple(2**i for i in range(7, 17))  # 128 … 65,536
-# the forward's stage predictions' columns, a kernel in place of a stage and no op-rate times
-PREDICTION_COLUMNS = tuple(
-    "kernel" if column == "stage" else column
-    for column in stage_predictions.COLUMNS
-    if not column.startswith(("expected_", "largest_"))
-)
-CROSSING_COLUMNS = (
-    "target",
-    "head_dim",
-    "dtype",
-    "causal",
-    "block_m",
-    "block_n",
-    "tokens",
-    "case",
-    "stored_ms",
-    "recomputed_ms",
-    "stored_flops",
-    "recomputed_flops",
-    "stored_bytes",
-    "recomputed_bytes",
-    "crossing_tokens",
-)
-TRAINING_COLUMNS = (
-    "impl",
-    "target",
-    "batch",
-    "heads",
-    "tokens",
-    "head_dim",
-    "dtype",
-    "causal",
-    "layers",
-    "kept_layer_bytes",
-    "kept_matrix_layer_bytes",
-    "kept_model_bytes",
-    "memory_bytes",
-    "backward_layer_bytes",
-    "backward_matrix_layer_bytes",
-    "backward_layer_flops",
-    "predicted_warm_low_layer_ms",
-    "predicted_cold_layer_ms",
-)
 
 
 @cache
@@ -249,9 +205,7 @@ def write(
 ) -> str | None:
     """The three tables, atomically; why this machine is left out of them (or None)."""
     targets, left_out = machines(ceilings)
-    write_csv_atomic(predictions, prediction_rows(sweep, targets), columns=PREDICTION_COLUMNS)
-    write_csv_atomic(
-        crossings, crossing_rows(crossing_shapes(sweep, training), targets), columns=CROSSING_COLUMNS
-    )
-    write_csv_atomic(memory, training_rows(training, targets), columns=TRAINING_COLUMNS)
+    write_table(predictions, "backward_predictions.csv", prediction_rows(sweep, targets))
+    write_table(crossings, "recompute_crossing.csv", crossing_rows(crossing_shapes(sweep, training), targets))
+    write_table(memory, "training_memory.csv", training_rows(training, targets))
     return left_out

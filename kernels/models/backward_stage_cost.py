@@ -77,9 +77,10 @@ def issued_kernel_stages(point: Point, work: Work, does: Mapping[str, str]) -> l
 
 def backward_kernel_costs(point: Point) -> list[StageCost]:
     """Each kernel (or operation) of the point's backward in launch order, from its
-    registration's model ([] where it gives none)."""
+    registration's model ([] where it gives none, or where no backward runs at the point's
+    shape: Point.trains)."""
     model = catalog.get(point.impl).hook("backward_stage_model")
-    return [] if model is None else list(model(point))
+    return [] if model is None or not point.trains else list(model(point))
 
 
 def backward_stage_costs(point: Point) -> list[StageCost]:

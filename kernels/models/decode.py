@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, replace
 
 from kernels import catalog
-from kernels.io.atomic import write_csv_atomic
+from kernels.io.computed_tables import write_table
 from kernels.models import cost
 from kernels.planning.gpus import GPUS, Gpu
 from kernels.planning.point import Point
@@ -26,12 +26,6 @@ from kernels.planning.sweep import points
 
 SP_TENSORS = ("S", "P")
 ATTENTION_TENSORS = ("Q", "K", "V", "O")  # what every design moves; the rest are a design's own
-CASE_COLUMNS = ("batch", "heads", "kv_heads", "group_size", "query_tokens", "tokens", "head_dim", "dtype")
-CASE_COLUMNS += ("causal", "rows_per_kv_head", "sp_bytes", "kv_bytes", "qo_bytes", "sp_share", "flops")
-CASE_COLUMNS += ("fused_compulsory_bytes", "intensity_flop_per_byte")
-GPU_COLUMNS = ("gpu", "ridge_flop_per_byte", "bound", "floor_s", "fused_programs", "fused_hbm_share")
-GPU_COLUMNS += ("fused_s", "split_programs", "split_hbm_share", "split_bytes", "split_partial_bytes")
-GPU_COLUMNS += ("split_s",)
 
 
 def query_steps(tokens: int) -> list[int]:
@@ -172,4 +166,4 @@ def rows(sweep: dict | list[dict]) -> list[dict]:
 
 def write(sweep: dict | list[dict], path: str | os.PathLike) -> None:
     """The table, with its header where the sweep has no inference case."""
-    write_csv_atomic(path, rows(sweep), CASE_COLUMNS + GPU_COLUMNS)
+    write_table(path, "decode.csv", rows(sweep))

@@ -11,7 +11,8 @@ import json
 import os
 
 from kernels import catalog
-from kernels.io.atomic import write_csv_atomic, write_text_atomic
+from kernels.io.atomic import write_text_atomic
+from kernels.io.computed_tables import write_table
 from kernels.models import cost
 from kernels.models.softmax_example import figure4, softmax, tile_local_softmax
 from kernels.planning.point import Point
@@ -73,7 +74,8 @@ def write(
     block_curves: str | os.PathLike,
     example: str | os.PathLike,
 ) -> None:
-    """Write the three tables, each atomically."""
-    write_csv_atomic(sizes, matrix_sizes())
-    write_csv_atomic(block_curves, block_traffic(sweep))
+    """Write the three tables, each atomically (block_traffic.csv its header alone where the
+    sweep has no square point)."""
+    write_table(sizes, "matrix_sizes.csv", matrix_sizes())
+    write_table(block_curves, "block_traffic.csv", block_traffic(sweep))
     write_text_atomic(example, json.dumps(softmax_example(), indent=1) + "\n")

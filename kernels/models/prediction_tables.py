@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from kernels import catalog
-from kernels.io.atomic import write_csv_atomic
+from kernels.io.computed_tables import write_table
 from kernels.models import predict
 from kernels.models.cost import transfers
 from kernels.planning.gpus import GPUS, Gpu
@@ -144,6 +144,7 @@ def write(
 ) -> int:
     builds = [json.loads(Path(path).read_text()) for path in build_paths]
     rows, kernel_rows = prediction_rows(sweep, builds, GPUS.values())
-    for path, table in ((gpus_csv, gpu_rows()), (predictions_csv, rows), (kernels_csv, kernel_rows)):
-        write_csv_atomic(path, table, columns=list(dict.fromkeys(k for row in table for k in row)))
+    write_table(gpus_csv, "gpus.csv", gpu_rows())
+    write_table(predictions_csv, "predictions.csv", rows)  # no row where no square point
+    write_table(kernels_csv, "predicted_kernels.csv", kernel_rows)
     return len(rows)

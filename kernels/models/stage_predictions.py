@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from kernels.io.atomic import write_csv_atomic
+from kernels.io.computed_tables import write_table
 from kernels.io.tables import POINT_KEY
 from kernels.models import expected, hierarchy, predict
 from kernels.models.hierarchy import Machine
@@ -37,27 +37,6 @@ def key_of(point: Point) -> dict:
     return {name: shape[name] if name in shape else getattr(point, name) for name in KEY}
 
 
-COLUMNS = (
-    *KEY,
-    "target",
-    "stage",
-    "does",
-    "bytes",
-    "handoff_bytes",
-    "footprint_bytes",
-    "flops",
-    "exps",
-    "predicted_warm_low_ms",
-    "predicted_warm_high_ms",
-    "predicted_cold_ms",
-    "bound_warm_low",
-    "bound_warm_high",
-    "bound_cold",
-    "largest_cache_bytes",
-    "expected_warm_ms",
-    "expected_cold_ms",
-    "expected_fixed_ms",
-)
 MS = 1e3
 
 
@@ -153,7 +132,7 @@ def write(sweep: dict | list[dict], ceilings: dict | None, out: str | os.PathLik
     """The table, atomically; the number of rows and why this machine has none (or None)."""
     targets, left_out = machines(ceilings)
     rows = prediction_rows(sweep, targets)
-    write_csv_atomic(out, rows, columns=COLUMNS)
+    write_table(out, "stage_predictions.csv", rows)
     return len(rows), left_out
 
 

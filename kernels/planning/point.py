@@ -242,6 +242,12 @@ class Point:
         """The point measures a forward that saves for the backward, then the backward."""
         return self.direction == "backward"
 
+    @property
+    def trains(self) -> bool:
+        """A backward is measured and modelled at this shape: the square problem or grouped
+        heads, not fewer queries than keys (inference's shape, which no study trains on)."""
+        return self.query_tokens is None
+
     def forward(self) -> Point:
         """The same point's forward pass."""
         return replace(self, direction=DEFAULT_PASS)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from kernels.spec import DEFAULT_TARGETS
-from reports.pages.common import implementations, load, names, sections, show, triton_points
+from reports.pages.common import elsewhere, load, names, no_point_of, sections, show, triton_points
 
 __all__ = [
     "load",
@@ -347,10 +347,10 @@ def why_no_builds(builds: pd.DataFrame, metrics: pd.DataFrame, env: dict) -> str
     if not builds.empty:
         return None
     triton = triton_points(metrics)
+    if triton.empty and metrics.empty and elsewhere(metrics):
+        return no_point_of(metrics, "Triton point")
     if triton.empty:
-        return (
-            f"this study has no Triton point ({implementations(metrics)}), so there is no kernel to compile"
-        )
+        return f"{no_point_of(metrics, 'Triton point')}, so there is no kernel to compile"
     if not _configured_targets(env) and env.get("device") != "cuda":
         return (
             f"no target to build for: build.targets is empty and the run had no GPU (the "

@@ -116,12 +116,21 @@ def ok(metrics: pd.DataFrame) -> pd.DataFrame:
     return metrics[metrics["status"] == "ok"]
 
 
-def headline_shape(predictions: pd.DataFrame) -> str:
+def headline_shape(predictions: pd.DataFrame) -> str | None:
     """The shape (of results/model/predictions.csv) the headline figures show: a 2-byte,
-    not causal one where the sweep has it (the seed's case), else the first."""
+    not causal one where the sweep has it (the seed's case), else the first; None where the
+    table has no row (no_prediction says why)."""
+    if predictions.empty:
+        return None
     shapes = predictions.drop_duplicates("shape")
     preferred = shapes[shapes["dtype"].isin(["float16", "bfloat16"]) & ~shapes["causal"].astype(bool)]
     return (preferred if len(preferred) else shapes)["shape"].iloc[0]
+
+
+def no_prediction(metrics: pd.DataFrame) -> str:
+    """Why results/model/predictions.csv has no row: the predict rule predicts the sweep's
+    shapes of the square problem, and the study has no such point (where its points are)."""
+    return f"the predictions are made for the square problem's shapes, and {no_point(metrics)}"
 
 
 def describe_case(row) -> str:
@@ -189,6 +198,16 @@ def names(values) -> str:
 def triton_points(metrics: pd.DataFrame) -> pd.DataFrame:
     """The points of Triton kernels, ours or a plugin's (each record says whether it is one)."""
     return metrics[metrics["triton"].fillna(False).astype(bool)]
+
+
+def no_point_of(metrics: pd.DataFrame, kind: str) -> str:
+    """'this study has no {kind} (its implementations: …)'; where the page's table was narrowed
+    to the square forward problem and holds no point at all, 'this page has no {kind} (the
+    study's points: …)' (the study may have one on another page)."""
+    where = elsewhere(metrics) if metrics.empty else None
+    if where:
+        return f"this page has no {kind} (the study's points: {where})"
+    return f"this study has no {kind} ({implementations(metrics)})"
 
 
 def implementations(metrics: pd.DataFrame) -> str:

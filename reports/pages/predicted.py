@@ -8,12 +8,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from reports.pages.common import MIB, headline_shape, load, names, number, sections, show, why_untimed
+from reports.pages.common import (
+    MIB,
+    headline_shape,
+    load,
+    names,
+    no_prediction,
+    number,
+    sections,
+    show,
+    why_untimed,
+)
 
 __all__ = [
     "load",
     "show",
     "headline_shape",
+    "no_prediction",
     "shape_title",
     "assumptions",
     "gpu_table",
@@ -57,6 +68,10 @@ empty = sections(
         "predictions for its GPU",
         "roofline": "each kernel with matrix products at its arithmetic intensity on each GPU, at "
         "the shown shape's largest swept T",
+        "time": "each path's predicted time per call against T on each GPU, a band from the L2 "
+        "hand-off's optimistic to its pessimistic end",
+        "footprint": "the size of S (or P) against T beside each GPU's L2, and the T where it stops fitting",
+        "launch": "the predicted paths whose kernels do not build for a GPU's target, and why",
     }
 )
 
@@ -109,7 +124,10 @@ def _shape(frame: pd.DataFrame, shape: str) -> pd.DataFrame:
     return frame[(frame["shape"] == shape) & frame["launch_reason"].isna()]
 
 
-def time_figure(predictions: pd.DataFrame, shape: str, measured_points: pd.DataFrame | None = None):
+def time_figure(predictions: pd.DataFrame, shape: str | None, measured_points: pd.DataFrame | None = None):
+    """Each path's time band against T on each GPU; None without a shape (no prediction)."""
+    if shape is None:
+        return None
     data = _shape(predictions, shape)
     names = list(dict.fromkeys(data["gpu"]))
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4.2), sharey=True, squeeze=False)
@@ -149,7 +167,10 @@ def time_figure(predictions: pd.DataFrame, shape: str, measured_points: pd.DataF
     return fig
 
 
-def footprint_figure(predictions: pd.DataFrame, gpus: pd.DataFrame, shape: str):
+def footprint_figure(predictions: pd.DataFrame, gpus: pd.DataFrame, shape: str | None):
+    """S's size against T beside each L2; None without a shape (no prediction)."""
+    if shape is None:
+        return None
     data = _shape(predictions, shape)
     sizes = data[(data["path"] == "materialized")].drop_duplicates("tokens").sort_values("tokens")
     fig, ax = plt.subplots()
@@ -259,10 +280,13 @@ def roofline_figure(kernels: pd.DataFrame, gpus: pd.DataFrame, predictions: pd.D
     return fig
 
 
-def speedup_table(predictions: pd.DataFrame, shape: str) -> pd.DataFrame:
-    """At the sweep's T: both paths' DRAM bands and time floors, and fused's predicted gain."""
+def speedup_table(predictions: pd.DataFrame, shape: str | None) -> pd.DataFrame:
+    """At the sweep's T: both paths' DRAM bands and time floors, and fused's predicted gain
+    (no row without a shape or a swept T)."""
     data = _shape(predictions, shape)
     data = data[data["in_sweep"].astype(bool)]
+    if data.empty:
+        return pd.DataFrame()
     wide = data.pivot_table(
         index=["gpu", "tokens"],
         columns="path",
@@ -323,6 +347,8 @@ def measured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> pd.
 
 def why_unmeasured(metrics: pd.DataFrame, predictions: pd.DataFrame, env: dict) -> str:
     """Why no measured GPU time stands beside the predictions."""
+    if predictions.empty:
+        return no_prediction(metrics)
     if env.get("device") != "cuda":
         return (
             "this run was on a CPU, so every number above is a prediction (a run on a GPU, see "

@@ -8,7 +8,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.colors import LogNorm
 
-from reports.pages.common import POINT_COLUMNS, implementations, load, overflow_finding, sections, show
+from reports.pages.common import POINT_COLUMNS, load, no_point_of, overflow_finding, sections, show
 from reports.pages.paths import tile_local_path, triton_path
 
 __all__ = [
@@ -114,7 +114,7 @@ def case_text(errors: pd.DataFrame, env: dict) -> str:
 def why_no_swept(metrics: pd.DataFrame) -> str | None:
     if compared(metrics):
         return None
-    return f"this study has no point of a tile-local or a fused Triton path ({implementations(metrics)})"
+    return no_point_of(metrics, "point of a tile-local or a fused Triton path")
 
 
 def swept_errors(metrics: pd.DataFrame) -> pd.DataFrame:

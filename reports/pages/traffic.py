@@ -13,9 +13,11 @@ from reports.pages.common import (
     MIB,
     describe_case,
     headline_shape,
-    implementations,
     load,
     names,
+    no_point,
+    no_point_of,
+    no_prediction,
     number,
     ok,
     sections,
@@ -41,6 +43,8 @@ __all__ = [
     "no_dram",
     "block_case",
     "block_figure",
+    "no_prediction",
+    "why_no_blocks",
 ]
 
 STAGE_ORDER = ["Q load", "K load", "V load", "S store", "S load", "P store", "P load", "O store"]
@@ -57,6 +61,8 @@ empty = sections(
         "dram": "the DRAM bytes Nsight Compute measured against the model, with the S/P "
         "footprint relative to L2",
         "blocks": "the fused kernel's modelled traffic against its block size at this study's longest case",
+        "headline": "each path's bytes through global memory against T (the model as issued and "
+        "compulsory, and the interpreter's counts) for one of the study's shapes",
     }
 )
 
@@ -65,7 +71,7 @@ def why_no_triton(metrics: pd.DataFrame) -> str | None:
     """Why the study has no Triton point, or None when it has one."""
     if not triton_points(metrics).empty:
         return None
-    return f"this study has no Triton point ({implementations(metrics)})"
+    return no_point_of(metrics, "Triton point")
 
 
 def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
@@ -81,7 +87,10 @@ def _model_lines(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
 
 def headline_figure(predictions: pd.DataFrame, metrics: pd.DataFrame):
     """Bytes through global memory against T, both paths, log–log: the model as issued and
-    compulsory, the points the interpreter counted on top, and T² and T guides."""
+    compulsory, the points the interpreter counted on top, and T² and T guides; None where
+    there is no prediction (no_prediction says why)."""
+    if predictions.empty:
+        return None
     rows, first = _model_lines(predictions)
     fig, ax = plt.subplots()
     for path, colour in PATH_STYLE.items():
@@ -304,6 +313,13 @@ def block_case(metrics: pd.DataFrame, curves: pd.DataFrame) -> tuple[str, pd.Dat
         f"{largest['dtype']}, {mask}"
     )
     return title, curve, measured
+
+
+def why_no_blocks(metrics: pd.DataFrame) -> str:
+    """Why the block section has no curve: no point on this page, or none in the table."""
+    if metrics.empty:
+        return no_point(metrics)
+    return "the model's table of block traffic has no row for it"
 
 
 def block_figure(curve: pd.DataFrame, measured: pd.DataFrame, title: str):
