@@ -35,11 +35,9 @@ from kernels.planning.sweep import (
     build_jobs,
     groups,
     parse_product_shape,
-    points,
     product_shapes,
-    registered_only,
-    resolved,
 )
+from kernels.planning.sweep import planned as sweep_planned
 from kernels.spec import INFERENCE_DIMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,9 +151,7 @@ def planned(config: dict) -> tuple[list[dict], list[Point]] | None:
     planning refuses it, naming the field (a grid whose kv_heads does not divide its heads)."""
     config = validated(config | {"cache_bytes": CACHE_BYTES})
     try:
-        sweep = resolved(config["sweep"], CACHE_BYTES)
-        sweep, left_out = registered_only(sweep)
-        found = points(sweep)
+        sweep, left_out, found = sweep_planned(config["sweep"], CACHE_BYTES)
     except ValueError as err:
         assert REFUSALS.search(str(err)), f"planning refused without naming the field: {err}"
         return None

@@ -46,7 +46,7 @@ def test_a_table_changed_in_place_says_its_content_differs_not_its_counts(tmp_pa
     """One value edited to another of the same width: the rows and bytes agree with the seal,
     so the message says what differs (the content's SHA-256), not two equal counts."""
     path = tmp_path / "matrix_sizes.csv"
-    write_csv_atomic(path, ROWS)
+    write_table(path, "matrix_sizes.csv", ROWS)
     sealed = json.loads(seal_path(path).read_text())
     path.write_text(path.read_text().replace("float32", "float64"))
     with pytest.raises(DamagedRecordError) as raised:
