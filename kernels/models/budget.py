@@ -191,7 +191,7 @@ def cost_jobs(jobs: list[Job], pool: list[Job], adjust: Callable[[Job, Job], flo
     said in what is returned."""
     left_out = set()
     for job in (j for j in jobs if j.basis != "benchmark"):
-        known = [c for c in pool if c.rule == job.rule and c.jobid != job.jobid]
+        known = [c for c in pool if c.rule == job.rule and c is not job]  # ids of two plans may meet
         kin = [c for c in known if c.wildcards == job.wildcards] or [c for c in known if related(c, job)]
         if kin and (seconds := adjust(job, kin[0])) is not None:
             job.seconds, job.basis = seconds, f"like {kin[0].basis}, scaled"
