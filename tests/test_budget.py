@@ -74,7 +74,9 @@ def test_a_job_is_costed_from_its_own_record_else_from_a_related_one(tmp_path):
     assert budget.recorded(jobs) == [jobs[0]] and (jobs[0].seconds, jobs[0].basis) == (4.0, "benchmark")
     # the pool's ids are another plan's (the calibration's): one may equal the costed job's own
     pool = [
-        budget.Job("measure", jobs[1].jobid, wildcards=jobs[1].wildcards | {"tokens": "16"}, seconds=2.0, basis="x"),
+        budget.Job(
+            "measure", jobs[1].jobid, wildcards=jobs[1].wildcards | {"tokens": "16"}, seconds=2.0, basis="x"
+        ),
         budget.Job("measure", "c2", wildcards={"impl": "sdpa", "direction": ""}, seconds=9.0, basis="y"),
         budget.Job("validate", "c3", wildcards=jobs[0].wildcards, seconds=100.0, basis="z"),
     ]
