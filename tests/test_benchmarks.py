@@ -226,7 +226,8 @@ def test_stale_and_damaged_records_are_left_out_and_named_by_the_index_and_the_b
 
 
 def test_a_benchmark_record_is_damaged_unless_whole(tmp_path):
-    """Empty, cut to its header, another header, no number of seconds, negative seconds: each
+    """Empty, cut to its header, another header, no number of seconds, negative seconds, more
+    seconds than any job runs: each
     named; a row whose memory was not sampled (NA) is whole."""
     path = tmp_path / "x.tsv"
     for text, why in (
@@ -235,6 +236,7 @@ def test_a_benchmark_record_is_damaged_unless_whole(tmp_path):
         ("a\tb\n1\t2\n", "not a benchmark record: its header is not Snakemake's"),
         (HEAD + "x\t" * 9 + "x\n", "no wall time (s) in any row"),
         (HEAD + "-3\t" * 9 + "1\n", "a negative wall time: -3.0 s"),
+        (HEAD + "1e308\t" * 9 + "1\n", "a wall time of 1e+308 s, longer than any job runs (a day)"),
     ):
         path.write_text(text)
         with pytest.raises(benchmarks.DamagedBenchmarkError, match=re.escape(why)):

@@ -122,6 +122,11 @@ def _number(value: str | None) -> float | None:
         return None
 
 
+# No job of a study runs a day: the config's longest job limit (limits.job_seconds) is a day,
+# and a wall time past it (1e308 s, say) is a damaged record, not 77 % of the run.
+LONGEST_JOB_S = 86_400
+
+
 class DamagedBenchmarkError(ValueError):
     """A benchmark file that is there but holds no usable record; its message says why."""
 
@@ -129,7 +134,8 @@ class DamagedBenchmarkError(ValueError):
 def parse_record(path: str | os.PathLike) -> dict:
     """One benchmark TSV as {wall_s, cpu_s, max_rss_mb, io_in_mb, io_out_mb}: the mean over its
     repeats (the peak for the memory). DamagedBenchmarkError for a file that is not a whole record:
-    empty, cut to its header, unreadable, not Snakemake's columns, or no finite wall time."""
+    empty, cut to its header, unreadable, not Snakemake's columns, or no finite wall time
+    within a day."""
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             text = handle.read()
@@ -155,6 +161,8 @@ def parse_record(path: str | os.PathLike) -> dict:
         raise DamagedBenchmarkError("no wall time (s) in any row")
     if min(wall) < 0:
         raise DamagedBenchmarkError(f"a negative wall time: {min(wall)} s")
+    if max(wall) > LONGEST_JOB_S:
+        raise DamagedBenchmarkError(f"a wall time of {max(wall):.3g} s, longer than any job runs (a day)")
     mean = lambda column: statistics.fmean(found) if (found := values(column)) else None  # noqa: E731
     rss = values("max_rss")
     return {
