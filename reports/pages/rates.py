@@ -112,7 +112,7 @@ def data_ms(time_ms: float, fixed_ms: float, spread_ms: float | None = None) -> 
     time (the module's docstring says why)."""
     data = time_ms - fixed_ms
     spread = spread_ms if spread_ms is not None and np.isfinite(spread_ms) else 0.0
-    return data if data > max(spread, MIN_DATA_SHARE * time_ms) else None
+    return data if _measurable(data, spread, time_ms) else None
 
 
 def measurable_ms(rows: pd.DataFrame, fixed: pd.Series, cold: bool = False) -> pd.Series:
@@ -127,7 +127,13 @@ def measurable_ms(rows: pd.DataFrame, fixed: pd.Series, cold: bool = False) -> p
         else pd.Series(0.0, index=rows.index)
     )
     data = time - pd.to_numeric(fixed, errors="coerce").astype(float)
-    return data.where(data > np.maximum(spread, MIN_DATA_SHARE * time))
+    return data.where(_measurable(data, spread, time))
+
+
+def _measurable(data, spread, time):
+    """The one rule, for a number or a column: the data time above the spread and above
+    MIN_DATA_SHARE of the time."""
+    return data > np.maximum(spread, MIN_DATA_SHARE * time)
 
 
 def within_ceilings(
