@@ -173,9 +173,10 @@ def groups(points: list[Point]) -> dict[tuple[str, str], list[Point]]:
 
 
 def _registered(grid: dict, known: list[str], problems: list) -> tuple[dict | None, str | None]:
-    """The grid with the implementations the registry knows (None where none is left), and
-    the warning naming those left out; a ValueError where a name is unknown and no plugin
-    failed to load (``registered_only`` says why)."""
+    """The grid with the implementations the registry knows (None where none is left) and a
+    warning naming those left out. A name nobody registered is a ValueError naming the
+    registered ones, unless a plugin failed to load: then it is left out, and the warning
+    names the plugins' problems."""
     unknown = [impl for impl in grid["impls"] if impl not in known]
     if unknown and not problems:
         raise ValueError(
@@ -188,26 +189,9 @@ def _registered(grid: dict, known: list[str], problems: list) -> tuple[dict | No
     return (grid | {"impls": impls} if impls else None), warning
 
 
-def registered_only(sweep: list[dict]) -> tuple[list[dict], list[str]]:
-    """The grids with every implementation checked against the registry (kernels.catalog).
-    A name nobody registered is an error naming it and the registered ones, unless a plugin
-    failed to load: then it is taken for that plugin's, left out with a warning saying so,
-    and the rest of the study runs (a grid left with no implementation is left out)."""
-    known, problems = catalog.names(), catalog.problems()
-    kept, warnings = [], []
-    for index, grid in enumerate(sweep):
-        try:
-            found, warning = _registered(grid, known, problems)
-        except ValueError as err:
-            raise ValueError(f"sweep grid {index}: {err}") from None
-        warnings += [f"sweep grid {index}: {warning}"] if warning else []
-        kept += [found] if found else []
-    return kept, warnings
-
-
 def planned(sweep: dict | list[dict], cache_bytes: int | None) -> tuple[list[dict], list[str], list[Point]]:
     """The sweep as the workflow plans it: its grids checked against the registry and
-    resolved (``registered_only``, ``resolved``), the warnings of what was left out, and its
+    resolved (``_registered``, ``resolved``), the warnings of what was left out, and its
     points, each once. A grid that cannot be planned (a name nobody registered, a span past
     the longest T, kv_heads that do not divide heads, ...) is refused by its index in the
     configuration, ``sweep grid 1: ...``, the grid a user counts (resolving splits a grid
