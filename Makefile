@@ -33,7 +33,7 @@ test: venv
 # cache is empty, seconds once it holds them): every launch of the GPU study fits the GPU it
 # runs on (tests/test_preflight.py, marked preflight).
 preflight: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m preflight tests/test_preflight.py
+	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider -m preflight
 
 # In CI after `make test`; not part of `make test`: the tests that wait on a service beside the
 # suite or run a workflow of their own (marker integration): a small study through a one-node

@@ -1,8 +1,11 @@
-"""The default study planned (a dry run) as on machines we have never seen: caches of 4 to 256
-MiB given as ``cache_bytes``, and CPU layouts read from OS trees of our own through
-ATTNIO_SYSFS_CPU (an 8-CCD EPYC, a two-socket Xeon, an ARM CPU without L3, a hybrid CPU), on
-two cores and on one. The hand-off sweep must follow the cache the study's threads meet (one
-CCD's L3, not the socket's sum), and every plan must hold the same jobs but the T values."""
+"""The default study planned as on machines we have never seen: caches of 4 to 256 MiB given
+as ``cache_bytes``, and CPU layouts read from OS trees of our own through ATTNIO_SYSFS_CPU (an
+8-CCD EPYC, a two-socket Xeon, an ARM CPU without L3, a hybrid CPU), on two cores and on one.
+The hand-off sweep must follow the cache the study's threads meet (one CCD's L3, not the
+socket's sum), and every plan must hold the same jobs but the T values. Three plans are
+Snakemake's dry runs (32 MiB, the 4 MiB whose hand-off shares T with the timing grid, and
+the EPYC's tree on one core: the configuration and the OS tree reach the workflow's plan);
+the others are planned in-process as workflow/rules/common.smk plans (3–4 s a dry run)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from test_cache_topology import arm, epyc, hybrid, xeon
 from workflow_run import ROOT, env, snakemake
 
 from kernels.planning import cpu_caches as topology
+from kernels.planning import device as planning_device
+from kernels.planning import sweep as planning_sweep
 from kernels.planning.sweep import tokens_across_cache
 
 M = 1 << 20
@@ -90,27 +95,60 @@ def _same_jobs(jobs: dict[str, int], reference: dict[str, int], cache_bytes: int
     assert jobs["measure"] == reference["measure"] - own(32 * M) + own(cache_bytes)
 
 
+def _planned_in_process(cache_bytes: int) -> tuple[int, set[int]]:
+    """The default sweep's measure points and hand-off T as common.smk plans them for
+    ``cache_bytes`` (the planner, without Snakemake's dry run)."""
+    _, _, points = planning_sweep.planned(planned_sweep(), cache_bytes)
+    names = [f"results/points/{p.name}.json" for p in points]
+    return len(points), {int(t) for name in names for t in HANDOFF.findall(name)}
+
+
 # 4 MiB: two hand-off T that the timing grid sweeps too; 48: none; 256: one, and the longest T
 # (8 and 96 MiB added only another count of shared T; the trees below reach 2, 32, 36 and 48)
 @pytest.mark.parametrize("mib", [4, 48, 256])
 def test_the_handoff_sweep_follows_the_configured_cache(tmp_path, reference, mib):
-    jobs, lengths = _plan(tmp_path, "--cores", "2", "--config", f"cache_bytes={mib * M}")
+    if mib == 4:  # through Snakemake: config cache_bytes reaches the workflow's plan
+        jobs, lengths = _plan(tmp_path, "--cores", "2", "--config", f"cache_bytes={mib * M}")
+        _same_jobs(jobs, reference, mib * M)
+    else:
+        measured, lengths = _planned_in_process(mib * M)
+        _same_points(measured, mib * M)
     _swept_as_planned(lengths, mib * M)
-    _same_jobs(jobs, reference, mib * M)
+
+
+def _same_points(measured: int, cache_bytes: int) -> None:
+    """The in-process plan's points: the 32 MiB plan's, but one fewer or more for each
+    hand-off T of its own."""
+    at_32, _ = _planned_in_process(32 * M)
+
+    def own(size: int) -> int:
+        return len(_handoff_lengths(size) - _fixed_lengths())
+
+    assert measured == at_32 - own(32 * M) + own(cache_bytes)
 
 
 # Two threads on every tree (the first two CPUs share each tree's last level: counted once);
-# one thread on the EPYC's. One thread on the others met the same cache instance as two.
+# one thread on the EPYC's (through Snakemake: its --cores and the OS tree reach the plan).
+# One thread on the others met the same cache instance as two.
 @pytest.mark.parametrize(
     ("layout", "cores"), [("epyc", 1), ("epyc", 2), ("xeon", 2), ("arm", 2), ("hybrid", 2)]
 )
-def test_the_handoff_sweep_follows_the_cache_the_threads_meet(tmp_path, reference, layout, cores):
+def test_the_handoff_sweep_follows_the_cache_the_threads_meet(
+    tmp_path, reference, layout, cores, monkeypatch
+):
     tree = {"epyc": epyc, "xeon": xeon, "arm": arm, "hybrid": hybrid}[layout](tmp_path / "cpu")
-    environment = env() | {topology.ROOT_VARIABLE: str(tree)}
-    (tmp_path / "study").mkdir()
-    jobs, lengths = _plan(tmp_path / "study", "--cores", str(cores), environment=environment)
     met = _met(layout, cores)
+    if (layout, cores) == ("epyc", 1):
+        environment = env() | {topology.ROOT_VARIABLE: str(tree)}
+        (tmp_path / "study").mkdir()
+        jobs, lengths = _plan(tmp_path / "study", "--cores", str(cores), environment=environment)
+        _same_jobs(jobs, reference, met)
+    else:
+        monkeypatch.setenv(topology.ROOT_VARIABLE, str(tree))
+        found = planning_device.largest_cache_bytes("cpu", threads=cores)
+        assert found == met, f"{layout} on {cores} threads: {found} bytes, not {met}"
+        measured, lengths = _planned_in_process(found)
+        _same_points(measured, met)
     _swept_as_planned(lengths, met)
     if layout == "epyc":  # the sum over the eight CCDs would sweep √8 times further
         assert max(lengths) < max(_handoff_lengths(8 * 32 * M))
-    _same_jobs(jobs, reference, met)

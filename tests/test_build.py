@@ -72,6 +72,7 @@ def by_kernel(result, kernel, target):
     ]
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_small_kernels_build_for_both_targets_in_seconds(built):
     result, seconds = built
     # three small variants and four of the 64×64 fused kernel, two targets: about 20 s of CPU
@@ -96,6 +97,7 @@ def resource_usage_by_hand(cubin: str) -> dict:
     return {key: int(value) for key, value in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text)}
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_records_agree_with_cuobjdump_run_by_hand(built):
     result, _ = built
     for record in result["variants"]:
@@ -107,6 +109,7 @@ def test_records_agree_with_cuobjdump_run_by_hand(built):
         assert record["shared_bytes"] == usage["SHARED"] + record["dynamic_shared_bytes"]
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_cubins_are_for_the_asked_targets(built):
     result, _ = built
     for record in result["variants"]:
@@ -117,6 +120,7 @@ def test_cubins_are_for_the_asked_targets(built):
         assert f".target {record['target']}" in ptx
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_instruction_counts_match_the_sass(built):
     result, _ = built
     for record in result["variants"]:
@@ -128,6 +132,7 @@ def test_instruction_counts_match_the_sass(built):
             assert record["instructions"].get(cls, 0) == by_grep, cls
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_fused_kernel_uses_each_targets_tensor_cores(built):
     result, _ = built
     [fused_80] = by_kernel(result, "attention_fwd_kernel", "sm_80")
@@ -138,6 +143,7 @@ def test_fused_kernel_uses_each_targets_tensor_cores(built):
     assert not softmax["instructions"].get("HMMA") and not softmax["instructions"].get("HGMMA")
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_every_launch_candidate_of_the_fused_kernel_is_built_for_every_target(built):
     """The fused point's candidates (num_warps, num_stages) of its head dim, each compiled
     for both targets; the launch it makes by default is one of them (one variant, not two)."""
@@ -154,6 +160,7 @@ def test_every_launch_candidate_of_the_fused_kernel_is_built_for_every_target(bu
         assert stages[2] < stages[3] < stages[4]  # each stage more keeps one more K and V tile
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_a_gpu_run_times_the_candidates_that_build_without_spilling(built):
     import copy
 
@@ -174,6 +181,7 @@ def test_a_gpu_run_times_the_candidates_that_build_without_spilling(built):
     assert launch_candidates(FUSED, [damaged], "sm_80") == list(FUSED_LAUNCH_CANDIDATES[64])
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_the_build_report_tables_every_candidate(built, tmp_path):
     """The Build page's candidate table, from build.csv as the pipeline writes it: a row per
     candidate and target, the launches the points make left in the page's other tables."""
@@ -191,6 +199,7 @@ def test_the_build_report_tables_every_candidate(built, tmp_path):
     assert not set(launched(builds)["variant"]) & only_tried
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_a_candidate_that_builds_stands_in_for_a_default_launch_that_does_not(built):
     """The point runs where its own launch cannot (too much shared memory, say) but a
     candidate builds without spilling: a GPU run times it with the candidates."""
@@ -212,6 +221,7 @@ def test_a_candidate_that_builds_stands_in_for_a_default_launch_that_does_not(bu
     assert build_failure(FUSED, [broken], ["sm_80"]) is None  # sm_80 untouched
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_fused_kernel_masks_only_the_tiles_that_need_it(built):
     """In the compiled kernel (its Triton IR, kept by the build), K and V are loaded twice:
     unmasked for the tiles every row sees whole, masked for the causal diagonal and the
@@ -227,6 +237,7 @@ def test_fused_kernel_masks_only_the_tiles_that_need_it(built):
             assert len(loads) == 5 and len(masked) == 3, loads
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_a_point_the_build_did_not_build_is_refused(built, tmp_path):
     """measure --require-build with a build that never built the point: refused, naming the
     flag and asking for a rebuild (a block too large for both targets, its build recorded as

@@ -5,6 +5,7 @@ skipped naming the target — the run goes on."""
 import json
 
 import pandas as pd
+import pytest
 import yaml
 from workflow_run import ROOT, seed_ceilings, snakemake
 
@@ -21,6 +22,7 @@ POINT = "results/points/triton_naive/float16/B1-H1-T16-d256-full-bm16-bn256-norm
 BESIDE = "results/points/torch_naive/float16/B1-H1-T16-d256-full-na-normal.json"
 
 
+@pytest.mark.integration  # make integration (CI): a workflow compiling for both targets, 20-24 s
 def test_too_large_block_is_recorded_and_skipped(tmp_path):
     """Slow by nature: a real build for both targets (about 6 s of compiling) and an
     interpreted validation of the blocks that do not fit (the validation does not ask the

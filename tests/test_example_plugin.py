@@ -117,6 +117,7 @@ def plugin_study(tmp_path_factory):
     return workdir, render_every_page(python, workdir)
 
 
+@pytest.mark.integration  # make integration (CI): the example's own suite, 15-25 s
 def test_the_example_passes_its_own_tests():
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
@@ -128,6 +129,7 @@ def test_the_example_passes_its_own_tests():
     assert done.returncode == 0, done.stdout[-3000:]
 
 
+@pytest.mark.integration  # make integration (CI): a fresh environment and a workflow of its own, 40 s
 def test_a_plugin_point_is_measured_like_ours(plugin_study):
     workdir, _ = plugin_study
     metrics = pd.read_csv(workdir / "results" / "metrics.csv")
@@ -142,6 +144,7 @@ def test_a_plugin_point_is_measured_like_ours(plugin_study):
     assert verdicts and all(v["verdict"] == v["expected"] for v in verdicts)
 
 
+@pytest.mark.integration  # make integration (CI): reads that workflow
 def test_chunked_storage_and_traffic_against_the_model(plugin_study):
     """Peak memory of S and P ∝ chunk·T (T / chunk below torch_naive's), the same traffic."""
     workdir, _ = plugin_study
@@ -156,6 +159,7 @@ def test_chunked_storage_and_traffic_against_the_model(plugin_study):
     assert short["bytes_S"] == naive["bytes_S"]
 
 
+@pytest.mark.integration  # make integration (CI): reads that workflow
 def test_every_page_renders_the_plugins_points_and_the_index_names_it(plugin_study):
     """No page fails on a plugin's points; the published Performance page, the Performance
     and Storage pages as the suite's renderer ran them, and the index (written by the index

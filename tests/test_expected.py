@@ -325,6 +325,7 @@ def handoff_shapes(tmp_path_factory) -> Path:
     return workdir / "results"
 
 
+@pytest.mark.integration  # make integration (CI): a workflow of its own, 20 s
 def test_the_ceilings_command_times_the_sweeps_operations(handoff_shapes):
     """The real microbenchmarks, as the workflow's ceilings job runs them for the sweep: every
     product shape at its shortest length and inside the cache (clamped to the sweep's
@@ -375,6 +376,7 @@ def test_the_ceilings_command_times_the_sweeps_operations(handoff_shapes):
     assert len(mine) == 5 and all(r["expected_warm_ms"] > 0 for r in mine)
 
 
+@pytest.mark.integration  # make integration (CI): reads that workflow
 def test_a_handoff_sweep_of_other_shapes_gets_an_expected_time_for_every_stage(handoff_shapes):
     """Every torch_naive stage of the configured shapes on this machine gets its expected
     warm and cold time (how close they come is a benchmark's question, not a test's)."""

@@ -34,6 +34,7 @@ gpu_out = load("gpu_out")
 GPU_CONFIG = ("--configfile", *(str(ROOT / "config" / f) for f in ("config.yaml", "presets/gpu_study.yaml")))
 
 
+@pytest.mark.integration  # make integration (CI): both GPU scripts rehearsed, 22 s
 def test_the_rehearsals_of_both_gpu_scripts_pass_here(tmp_path):
     """Both at once, each in a checkout of its own (about 40 s): every planned command
     checked (the estimate's too, not made here), $OUT within its limits, the summary printed
@@ -109,6 +110,7 @@ def test_a_wrong_flag_in_a_planned_command_is_caught():
         assert problem.startswith("rule profile_ncu: ") and says in problem, problem
 
 
+@pytest.mark.integration  # make integration (CI): the GPU scripts' steps, run here
 def test_the_pytest_step_is_collected_with_its_selection():
     tests = os.path.relpath(ROOT / "tests" / "test_gpu.py")
     command = f"python -m pytest -m gpu {tests} {{k}} -q --junitxml x.xml > log 2>&1 || test $? -eq 1"
@@ -168,6 +170,7 @@ def plant_records(workdir: Path) -> None:
         write_record(record, path)
 
 
+@pytest.mark.integration  # make integration (CI): the GPU scripts' steps, run here
 def test_the_profile_runs_the_timed_launch_into_what_the_headline_reads(tmp_path):
     """Planned: each headline point under ncu, the fused one with the launch its record was
     timed with; run with a stand-in for ncu: the CSV parsed into the JSON the headline reads,
@@ -217,6 +220,7 @@ def fill(path: Path, size: int) -> None:
     path.write_bytes(os.urandom(size))
 
 
+@pytest.mark.integration  # make integration (CI): the GPU scripts' steps, run here
 def test_out_packing_stays_within_what_comes_back(tmp_path):
     """A results folder far larger than one file may be: the archive is split into parts
     under 16 MiB, build artifacts are left out but their folders kept, and $OUT holds at

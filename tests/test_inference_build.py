@@ -1,6 +1,7 @@
 """The inference shapes' kernels compile for both targets: the split-KV decode path's partial
 and merge kernels, and the grouped-head forward of the fused path, as a GPU would build them."""
 
+import pytest
 from test_build import build
 
 from kernels.build import targets
@@ -10,6 +11,7 @@ SPLIT = Point("triton_split_kv", 1, 4, 100, 16, "float16", False, 16, 32, query_
 GROUPED = Point("triton_flash", 1, 4, 100, 16, "float16", True, 16, 32, query_tokens=7, kv_heads=2)
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_inference_kernels_build_for_both_targets(tmp_path):
     result = build(tmp_path, SPLIT.name, GROUPED.name, candidates=False)
     for target in ("sm_80", "sm_90"):

@@ -119,6 +119,7 @@ def cache_files(cache: Path) -> dict[Path, int]:
     return {p: p.stat().st_ino for p in cache.rglob("*") if p.is_file()}
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_a_compiled_kernel_is_recalled_with_its_findings_and_compiled_where_the_cache_lacks_them(
     tmp_path,
 ):

@@ -261,6 +261,7 @@ def test_schema_bounds(override, accepted):
             validate_config(config, schema)
 
 
+@pytest.mark.integration  # make integration (CI): a workflow of its own, 12 s
 def test_ten_million_tokens_finish_in_seconds_as_skipped_records(tmp_path):
     """Slow by nature: a real run validates the two implementations before their points."""
     huge = tmp_path / "huge.yaml"

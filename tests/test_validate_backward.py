@@ -188,6 +188,7 @@ PREFLIGHT = textwrap.dedent(
 )
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_a_backward_the_gpu_cannot_launch_is_left_out_naming_why(tmp_path):
     """triton_s_only's backward at d = 256 with 64 × 64 blocks needs more shared memory than
     an H100 gives a block: the preflight for sm_90 says so, and validation leaves the case
@@ -220,6 +221,7 @@ def test_a_backward_the_gpu_cannot_launch_is_left_out_naming_why(tmp_path):
     assert forward[256]["verdict"] == "pass"  # the forward launches fit
 
 
+@pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_build_compiles_each_points_backward_for_sm_90(tmp_path):
     name = "triton_flash/bfloat16/B1-H2-T128-d64-causal-bm64-bn32-normal"
     out = tmp_path / "build.json"

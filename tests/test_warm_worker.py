@@ -255,6 +255,7 @@ def own_quick(tmp_path_factory) -> dict:
     return record
 
 
+@pytest.mark.integration  # make integration (CI): eight fresh workers, about a minute
 def test_a_point_that_breaks_its_worker_changes_no_other_point(warm, tmp_path, own_quick):
     """One after another, points that crash their worker (a segfault, a kill as the
     out-of-memory killer does it), hang past their limit (sleeping, or in C holding the
@@ -377,6 +378,7 @@ def test_without_a_session_or_opted_out_the_command_runs_in_its_own_process(own_
 # --- whole runs: no worker outlives its run, however it ends ---------------------------------
 
 
+@pytest.mark.integration  # make integration (CI): a workflow that waits out a 10 s limit
 def test_a_validation_past_its_limit_is_recorded_and_the_study_goes_on(tmp_path, plugin_env):
     """A plugin whose call hangs (600 s) in validation: the validate job stops at
     limits.rule_seconds.validate, writing every case not run as timeout, and the plugin's
@@ -422,6 +424,7 @@ def run_folders(workdir: Path) -> list[Path]:
 ENDINGS = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "kill -9": signal.SIGKILL}
 
 
+@pytest.mark.integration  # make integration (CI): a workflow of its own per ending
 @pytest.mark.parametrize("ending", ["segfault", *ENDINGS])  # a run that ends well: test_workflow
 def test_no_worker_outlives_its_run(tmp_path, plugin_env, ending):
     """A run whose validation segfaults its worker (its verdicts then say so, every case an

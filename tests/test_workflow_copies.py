@@ -37,6 +37,7 @@ def damaged(text: str, how: str) -> str:
 PAGE_ERROR = "IndexError: single positional indexer is out-of-bounds"
 
 
+@pytest.mark.integration  # make integration (CI): Snakemake on a copy, 20 s
 def test_reports_render_without_torch_and_a_failed_page_takes_no_other_down(study, tmp_path, no_torch):
     """The report stage only reads files: two pages' rules rerun on a copy of the study's
     results, in an environment where importing torch or triton fails (every page of the
@@ -252,6 +253,7 @@ DAMAGED_RECORDS = {
 }
 
 
+@pytest.mark.integration  # make integration (CI): Snakemake on a copy, 30-40 s
 def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study, tmp_path):
     """Damaged leaves of every kind (records cut short, with a NaN, off their schema or
     disagreeing with their name; a verdict, a build, the provenance, a sealed table) and a
@@ -348,6 +350,7 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
 # --- a full disk (on a copy of the shared ci study, results/ a small tmpfs of the test's own) ---
 
 
+@pytest.mark.integration  # make integration (CI): Snakemake on a copy, 20 s
 def test_a_full_disk_is_named_nothing_partial_is_kept_and_the_next_run_recovers(study, tmp_path):
     """With two HTML pages and the index to make again and no room where results/ is, the
     run fails saying so (its jobs' logs may have had no room either), leaves no temporary

@@ -24,6 +24,7 @@ CI = str(ROOT / "config" / "presets" / "ci.yaml")
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
+@pytest.mark.integration  # make integration (CI): a workflow of its own, interrupted and resumed
 def test_interrupted_run_resumes(tmp_path):
     """Interrupt a run midway: the next run finishes the rest, and every record is whole.
     Slow by nature: two real runs, each starting its warm workers (torch imported twice)."""
@@ -186,6 +187,7 @@ def test_lint_is_clean(tmp_path):
     assert "good condition" in done.stdout + done.stderr
 
 
+@pytest.mark.integration  # make integration (CI): a dry run of 3,000 points, 12-17 s
 def test_dry_run_of_3000_points_is_quick(tmp_path):
     """A sweep of 3000 points plans within a bound. Slow by nature: the plan must be large for
     a step that grows with the square of the points to show."""
@@ -231,6 +233,7 @@ def test_conda_env_pins_agree_with_the_project():
         assert "torch==2.13.0" in pip and "triton==3.7.1" in pip
 
 
+@pytest.mark.integration  # make integration (CI): workflows of its own, 10 s
 def test_a_stale_lock_goes_and_a_live_one_stays(tmp_path):
     """What `make reproduce` runs first: a lock whose Snakemake was killed with -9 is removed;
     the lock of a Snakemake still running in the folder is not."""
