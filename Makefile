@@ -31,16 +31,18 @@ test: venv
 # Before a GPU session, and in CI after `make test`; not part of `make test` (it compiles the
 # GPU study preset's ~280 distinct variants for sm_90: minutes of two cores while Triton's
 # cache is empty, seconds once it holds them): every launch of the GPU study fits the GPU it
-# runs on (tests/test_preflight.py, marked preflight).
+# runs on (tests/test_preflight.py), and the kernels' builds for sm_80 and sm_90 (test_build.py,
+# test_inference_build.py, two backward builds): every test marked preflight.
 preflight: venv
 	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider -m preflight
 
 # In CI after `make test`; not part of `make test`: the tests that wait on a service beside the
 # suite or run a workflow of their own (marker integration): a small study through a one-node
 # SLURM cluster on loopback (tests/test_slurm.py; .ci/run installs SLURM), the GPU machine's
-# wheelhouse made from the package index (tests/test_wheels.py), and the budget rule's plan of
-# the ci study, whose calibration is a 17-job workflow (tests/test_workflow.py). Each is
-# skipped, saying why, where its service is missing.
+# wheelhouse made from the package index (tests/test_wheels.py), the budget rule's plan of
+# the ci study (tests/test_workflow.py), and the tests that run a study, a damaged copy or a
+# broken worker of their own (docs/testing.md, issue 64). Each is skipped, saying why, where
+# its service is missing.
 integration: venv
 	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider --durations=5 -m integration
 
