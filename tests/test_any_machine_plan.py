@@ -9,6 +9,7 @@ the others are planned in-process as workflow/rules/common.smk plans (3–4 s a 
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -95,6 +96,7 @@ def _same_jobs(jobs: dict[str, int], reference: dict[str, int], cache_bytes: int
     assert jobs["measure"] == reference["measure"] - own(32 * M) + own(cache_bytes)
 
 
+@functools.cache
 def _planned_in_process(cache_bytes: int) -> tuple[int, set[int]]:
     """The default sweep's measure points and hand-off T as common.smk plans them for
     ``cache_bytes`` (the planner, without Snakemake's dry run)."""
