@@ -34,8 +34,10 @@ import pytest  # noqa: E402
 # the files that copy the study after those, when it is made; the short files fill the end.
 FIRST = (
     "test_workflow.py",  # makes the shared study (conftest.study), then reads it
-    # files that wait (a validation past its limit, hung plugins, a page past its limit):
-    # beside the study, whose jobs take the core they leave idle
+    # files that wait (a page past its limit, competing processes; in make integration a
+    # validation past its limit and hung plugins): beside the study, whose timed jobs leave a
+    # core idle. Files whose tests are all integration or preflight keep their place here for
+    # those runs (make integration, make preflight); make test passes over them.
     "test_warm_worker.py",
     "test_page_outcome.py",
     "test_contention.py",
@@ -50,7 +52,7 @@ FIRST = (
     "test_expected.py",
     "test_trust.py",
     "test_wheels.py",
-    # the longest of the rest (15–25 s each), so that short files fill the end of the run
+    # the longest of the rest, so that short files fill the end of the run
     "test_build.py",
     "test_gpu_scripts.py",
     "test_validate_backward.py",

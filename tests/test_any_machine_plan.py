@@ -74,28 +74,6 @@ def _plan(tmp_path, *args: str, environment: dict | None = None) -> tuple[dict[s
     return jobs, {int(t) for t in HANDOFF.findall(done.stdout)}
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict[str, int]:
-    """The jobs of the plan at this project's 32 MiB, to hold every other plan against."""
-    jobs, lengths = _plan(
-        tmp_path_factory.mktemp("plan32"), "--cores", "2", "--config", f"cache_bytes={32 * M}"
-    )
-    _swept_as_planned(lengths, 32 * M)
-    return jobs
-
-
-def _same_jobs(jobs: dict[str, int], reference: dict[str, int], cache_bytes: int) -> None:
-    """Every rule planned as often as at 32 MiB, but measure: one job fewer or more for each
-    hand-off T of its own (a T that another grid sweeps too is one point)."""
-    fixed = {rule: n for rule, n in reference.items() if rule not in ("measure", "total")}
-    assert {rule: jobs.get(rule) for rule in fixed} == fixed
-
-    def own(size: int) -> int:
-        return len(_handoff_lengths(size) - _fixed_lengths())
-
-    assert jobs["measure"] == reference["measure"] - own(32 * M) + own(cache_bytes)
-
-
 @functools.cache
 def _planned_in_process(cache_bytes: int) -> tuple[int, set[int]]:
     """The default sweep's measure points and hand-off T as common.smk plans them for
@@ -103,6 +81,37 @@ def _planned_in_process(cache_bytes: int) -> tuple[int, set[int]]:
     _, _, points = planning_sweep.planned(planned_sweep(), cache_bytes)
     names = [f"results/points/{p.name}.json" for p in points]
     return len(points), {int(t) for name in names for t in HANDOFF.findall(name)}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, int]:
+    """The jobs of the plan at this project's 32 MiB, to hold every other plan against; the
+    in-process planner must plan what the workflow plans there, point for point."""
+    jobs, lengths = _plan(
+        tmp_path_factory.mktemp("plan32"), "--cores", "2", "--config", f"cache_bytes={32 * M}"
+    )
+    _swept_as_planned(lengths, 32 * M)
+    assert _planned_in_process(32 * M) == (jobs["measure"], lengths)
+    return jobs
+
+
+def _own(cache_bytes: int) -> int:
+    """The hand-off T of ``cache_bytes`` that no other grid sweeps (each one point more)."""
+    return len(_handoff_lengths(cache_bytes) - _fixed_lengths())
+
+
+def _same_jobs(jobs: dict[str, int], reference: dict[str, int], cache_bytes: int) -> None:
+    """Every rule planned as often as at 32 MiB, but measure: one job fewer or more for each
+    hand-off T of its own (a T that another grid sweeps too is one point)."""
+    fixed = {rule: n for rule, n in reference.items() if rule not in ("measure", "total")}
+    assert {rule: jobs.get(rule) for rule in fixed} == fixed
+    assert jobs["measure"] == reference["measure"] - _own(32 * M) + _own(cache_bytes)
+
+
+def _same_points(measured: int, cache_bytes: int) -> None:
+    """The in-process plan's points: the 32 MiB plan's, but one fewer or more for each
+    hand-off T of its own."""
+    assert measured == _planned_in_process(32 * M)[0] - _own(32 * M) + _own(cache_bytes)
 
 
 # 4 MiB: two hand-off T that the timing grid sweeps too; 48: none; 256: one, and the longest T
@@ -116,17 +125,6 @@ def test_the_handoff_sweep_follows_the_configured_cache(tmp_path, reference, mib
         measured, lengths = _planned_in_process(mib * M)
         _same_points(measured, mib * M)
     _swept_as_planned(lengths, mib * M)
-
-
-def _same_points(measured: int, cache_bytes: int) -> None:
-    """The in-process plan's points: the 32 MiB plan's, but one fewer or more for each
-    hand-off T of its own."""
-    at_32, _ = _planned_in_process(32 * M)
-
-    def own(size: int) -> int:
-        return len(_handoff_lengths(size) - _fixed_lengths())
-
-    assert measured == at_32 - own(32 * M) + own(cache_bytes)
 
 
 # Two threads on every tree (the first two CPUs share each tree's last level: counted once);
