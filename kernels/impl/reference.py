@@ -1,5 +1,6 @@
 """Attention by its definition, in PyTorch: the float64 reference every path is checked
-against, the causal mask and the largest score a stored S must hold."""
+against, a mask's element predicate as a dense tensor, and the largest score a stored S must
+hold."""
 
 from __future__ import annotations
 
@@ -7,10 +8,31 @@ import math
 
 import torch
 
+from kernels import masks
+
+
+def visible(
+    mask: masks.Mask,
+    T: int,
+    device: torch.device | str,
+    queries: int | None = None,
+    rows: slice = slice(None),
+) -> torch.Tensor:
+    """The mask's element predicate as a (queries, T) boolean tensor, True where query row i
+    (at position i + T − queries: the queries are the last positions) sees key j; ``rows``:
+    those rows only. Built from the mask's runs of keys, a few elementwise operations."""
+    queries = T if queries is None else queries
+    positions = torch.arange(queries, device=device)[rows] + (T - queries)
+    lo, hi = mask.bounds(positions[:, None], T)
+    keys = torch.arange(T, device=device)[None, :]
+    return (keys >= lo) & (keys < hi)
+
 
 def future_mask(T: int, device: torch.device | str, queries: int | None = None) -> torch.Tensor:
     """True where key j lies in the future of query i, the queries being the last ``queries``
-    (default T) positions of the T: j > i + T − queries. Those scores become −∞."""
+    (default T) positions of the T: j > i + T − queries. Those scores become −∞. The causal
+    mask's complement (tests/test_masks.py holds the two equal) as one comparison, since
+    torch_naive builds it inside its timed call."""
     queries = T if queries is None else queries
     rows = torch.arange(queries, device=device) + (T - queries)
     return torch.arange(T, device=device)[None, :] > rows[:, None]
@@ -23,23 +45,30 @@ def per_query_head(kv: torch.Tensor, heads: int) -> torch.Tensor:
 
 
 def reference_float64(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, chunk_rows: int | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    chunk_rows: int | None = None,
+    mask: masks.Mask | None = None,
 ) -> torch.Tensor:
-    """scores → scale by 1/√d → causal mask with −∞ → row softmax → P·V, all in float64.
-    ``chunk_rows`` computes the same thing a block of query rows at a time, so that checking
-    a long sequence needs only chunk_rows × T scores in memory at once. q may have fewer rows
-    (query_tokens) and k, v fewer heads (kv_heads) than the square problem."""
+    """scores → scale by 1/√d → mask with −∞ → row softmax → P·V, all in float64. The mask is
+    ``mask`` where given, else causal or none as ``causal`` says. ``chunk_rows`` computes the
+    same thing a block of query rows at a time, so that checking a long sequence needs only
+    chunk_rows × T scores in memory at once. q may have fewer rows (query_tokens) and k, v
+    fewer heads (kv_heads) than the square problem."""
     heads, Tq, T = q.shape[1], q.shape[-2], k.shape[-2]
     q64 = q.double()
     k64, v64 = (per_query_head(x, heads).double() for x in (k, v))
     step = Tq if chunk_rows is None else chunk_rows
-    mask = future_mask(T, q.device, Tq) if causal else None
+    mask = masks.from_causal(causal) if mask is None else mask
     out = []
     for start in range(0, Tq, step):
         rows = slice(start, min(Tq, start + step))
         s = q64[..., rows, :] @ k64.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        if mask is not None:
-            s = s.masked_fill(mask[rows], float("-inf"))
+        hidden = ~visible(mask, T, q.device, Tq, rows)
+        if bool(hidden.any()):
+            s = s.masked_fill(hidden, float("-inf"))
         out.append(torch.softmax(s, dim=-1) @ v64)
     return out[0] if len(out) == 1 else torch.cat(out, dim=-2)
 

@@ -1,0 +1,46 @@
+"""What every mask kind answers (a Protocol: the kinds are plain frozen dataclasses)."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Protocol
+
+
+class Mask(Protocol):
+    KIND: ClassVar[str]  # the name before the colon
+    EXAMPLE: ClassVar[str]  # how it is written, for messages
+    TAKES_ARGUMENT: ClassVar[bool]
+    NEVER_LOOKS_AHEAD: ClassVar[bool]  # no query sees a key past its own position
+
+    def spelled(self) -> str:
+        """The string that parses back to this mask."""
+        ...
+
+    def refusal(self, tokens: int) -> str | None:
+        """Why the mask cannot apply to T keys (naming its argument), or None."""
+        ...
+
+    def bounds(self, position, tokens: int) -> tuple:
+        """(lo, hi): query ``position`` sees keys lo ≤ j < hi of the T, lo ≤ position < hi.
+        ``position`` is an int, or a tensor of positions (the answer then tensors too: what
+        the PyTorch paths mask with), so the kinds write it with arithmetic, comparisons and
+        ``at_least``/``at_most`` only."""
+        ...
+
+
+def at_least(value, floor: int):
+    """max(value, floor) of an int or, elementwise, of a tensor."""
+    return value.clamp(min=floor) if hasattr(value, "clamp") else max(value, floor)
+
+
+def at_most(value, ceiling: int):
+    """min(value, ceiling) of an int or, elementwise, of a tensor."""
+    return value.clamp(max=ceiling) if hasattr(value, "clamp") else min(value, ceiling)
+
+
+def positive(text: str, mask: str, what: str, example: str) -> int:
+    """An argument that must be an integer ≥ 1, or ValueError naming the mask as written
+    (``mask``) and the rule."""
+    if re.fullmatch("[1-9][0-9]*", text) is None:  # one spelling per value: no sign, no 0 first
+        raise ValueError(f"mask {mask!r}: {what} must be an integer ≥ 1, as in {example}")
+    return int(text)

@@ -1,0 +1,88 @@
+"""What follows from a mask's one answer, ``bounds``: the scores it keeps, and the tiles a
+block of queries visits. A tile of query rows [r0, r1) and keys [k0, k1) is
+
+- ``empty`` when no row sees any of its keys: a block-sparse kernel never loads it;
+- ``full`` when every row sees every key: it runs without the element mask;
+- ``partial`` otherwise: it needs the element mask.
+
+Since each row sees one run of keys, its own position included, and both ends of the run
+never move back as the rows go down, a block of rows sees one run of keys too (from the
+first row's lo to the last row's hi), every key in it seen by some row: the tiles a block
+visits are one run of key tiles, none of them empty. Pure Python, so the models walk the same
+map the kernels iterate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernels.masks.kind import Mask
+
+EMPTY, PARTIAL, FULL = "empty", "partial", "full"
+
+
+def position(row: int, tokens: int, query_tokens: int) -> int:
+    """The absolute position of query row ``row``: the queries are the last positions."""
+    return row + tokens - query_tokens
+
+
+def row_bounds(
+    mask: Mask, tokens: int, query_tokens: int | None = None, rows: range | None = None
+) -> list[tuple[int, int]]:
+    """(lo, hi) of every query row (or of ``rows``), in order."""
+    queries = tokens if query_tokens is None else query_tokens
+    return [
+        tuple(map(int, mask.bounds(position(r, tokens, queries), tokens))) for r in rows or range(queries)
+    ]
+
+
+def kept_scores(mask: Mask, tokens: int, query_tokens: int | None = None) -> int:
+    """How many of the query_tokens × T scores the mask keeps (per batch and head)."""
+    return sum(hi - lo for lo, hi in row_bounds(mask, tokens, query_tokens))
+
+
+def tile(
+    mask: Mask, tokens: int, rows: tuple[int, int], keys: tuple[int, int], query_tokens: int | None = None
+) -> str:
+    """The kind of the tile of query rows [r0, r1) and keys [k0, k1) (both non-empty)."""
+    queries = tokens if query_tokens is None else query_tokens
+    first = mask.bounds(position(rows[0], tokens, queries), tokens)
+    last = mask.bounds(position(rows[1] - 1, tokens, queries), tokens)
+    if last[0] <= keys[0] and first[1] >= keys[1]:  # the tightest run still covers the tile
+        return FULL
+    return PARTIAL if first[0] < keys[1] and last[1] > keys[0] else EMPTY
+
+
+@dataclass(frozen=True)
+class BlockVisit:
+    """One block of query rows: the key tiles it visits, [first, stop), and which of them
+    need the element mask."""
+
+    rows: tuple[int, int]
+    first: int
+    stop: int
+    partial: tuple[int, ...]
+
+    @property
+    def visited(self) -> int:
+        return self.stop - self.first
+
+
+def block_map(
+    mask: Mask, tokens: int, block_m: int, block_n: int, query_tokens: int | None = None
+) -> list[BlockVisit]:
+    """Every query block's visit: the map a block-sparse kernel iterates and the traffic
+    models walk. The full tiles of a block are one run too (keys from the last row's lo to
+    the first row's hi); the partial ones lie on either side of it."""
+    queries = tokens if query_tokens is None else query_tokens
+    visits = []
+    for r0 in range(0, queries, block_m):
+        rows = (r0, min(queries, r0 + block_m))
+        first_lo, first_hi = mask.bounds(position(rows[0], tokens, queries), tokens)
+        last_lo, last_hi = mask.bounds(position(rows[1] - 1, tokens, queries), tokens)
+        first, stop = first_lo // block_n, -(-last_hi // block_n)
+        full_first = -(-last_lo // block_n)
+        full_stop = -(-tokens // block_n) if first_hi >= tokens else first_hi // block_n
+        full = range(max(first, full_first), min(stop, full_stop))
+        partial = tuple(n for n in range(first, stop) if n not in full)
+        visits.append(BlockVisit(rows, first, stop, partial))
+    return visits

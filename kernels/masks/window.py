@@ -1,0 +1,35 @@
+"""A causal sliding window of w keys: query position p sees keys p − w < j ≤ p, itself and
+the w − 1 before it (FlashAttention's ``window_size=(w − 1, 0)``; attn-gym's
+``generate_sliding_window(w − 1)``, whose argument counts the keys behind the query)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kernels.masks.kind import at_least, positive
+
+
+@dataclass(frozen=True)
+class Window:
+    keys: int  # w: the keys each query sees, its own included
+
+    KIND: ClassVar[str] = "window"
+    EXAMPLE: ClassVar[str] = "window:256"
+    TAKES_ARGUMENT: ClassVar[bool] = True
+    NEVER_LOOKS_AHEAD: ClassVar[bool] = True
+
+    @classmethod
+    def parse(cls, argument: str) -> Window:
+        return cls(
+            positive(argument, f"{cls.KIND}:{argument}", "the window (keys each query sees)", cls.EXAMPLE)
+        )
+
+    def spelled(self) -> str:
+        return f"{self.KIND}:{self.keys}"
+
+    def refusal(self, tokens: int) -> str | None:
+        return None  # a window at least T long is causal: allowed, the tiles say so
+
+    def bounds(self, position, tokens: int) -> tuple:
+        return at_least(position - self.keys + 1, 0), position + 1
