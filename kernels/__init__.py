@@ -37,12 +37,14 @@ def attention(
     v: torch.Tensor,
     *,
     impl: str,
-    causal: bool,
+    causal: bool | None = None,
+    mask=None,
     block_m: int | None = None,
     block_n: int | None = None,
     **options,
 ) -> torch.Tensor:
-    """Attention by implementation ``impl`` (see ``kernels.impl.registry.attention``)."""
+    """Attention by implementation ``impl``, causal or not, or under ``mask`` (a string such as
+    ``"window:256"``; see ``kernels.impl.registry.attention``)."""
     from kernels.impl.registry import attention as run
 
-    return run(q, k, v, impl=impl, causal=causal, block_m=block_m, block_n=block_n, **options)
+    return run(q, k, v, impl=impl, causal=causal, mask=mask, block_m=block_m, block_n=block_n, **options)

@@ -36,7 +36,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from kernels import masks
 from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES, INFERENCE_DIMS, NAME_LIMIT
+
+TODAYS_MASKS = frozenset({"full", "causal"})  # what every path takes: causal true or false
+EVERY_MASK = tuple(masks.KINDS)  # masks= of a path that takes them all
 
 ENTRY_POINT_GROUP = "attnio.implementations"
 PLUGINS_VARIABLE = "ATTNIO_PLUGINS"
@@ -159,6 +163,10 @@ class Implementation:
     # point → the programs its launch that streams K and V makes (pure Python), what a GPU's
     # SMs are filled with; None: not modelled
     programs_model: Callable[..., int] | str | None = None
+    # The mask kinds it takes (kernels.masks.KINDS). Beyond full and causal it is called with
+    # the mask itself as ``mask=`` (and ``causal=``, True for the causal mask); a point or a
+    # call with a mask it does not take is refused, naming its registration.
+    masks: frozenset[str] = TODAYS_MASKS
 
     def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
         """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
@@ -169,6 +177,20 @@ class Implementation:
         return (
             f"impl={self.name!r} does not take {' or '.join(missing)} (its registration's takes= "
             f"lists {', '.join(sorted(self.takes)) or 'neither'})"
+        )
+
+    @property
+    def takes_masks(self) -> bool:
+        """Whether it takes masks beyond full and causal (and so is called with ``mask=``)."""
+        return bool(self.masks - TODAYS_MASKS)
+
+    def mask_refusal(self, mask: masks.Mask) -> str | None:
+        """Why it cannot run under ``mask``, or None."""
+        if mask.KIND in self.masks:
+            return None
+        return (
+            f"impl={self.name!r} does not take the mask {mask.spelled()!r} (its registration's "
+            f"masks= lists {', '.join(sorted(self.masks))})"
         )
 
     def backward_reason(self) -> str | None:
@@ -269,6 +291,7 @@ def implementation(
     backward_stages: Callable[..., tuple] | str | None = None,
     split_keys: bool = False,
     programs_model: Callable[..., int] | str | None = None,
+    masks: Iterable[str] = ("full", "causal"),
 ) -> Callable[[Callable], Callable]:
     """Register the decorated callable as implementation ``name`` (see the module's doc).
     ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive.
@@ -309,6 +332,7 @@ def implementation(
             backward_stages=backward_stages,
             split_keys=split_keys,
             programs_model=programs_model,
+            masks=_mask_kinds(masks, name),
         )
         _check(entry)
         _registered[name] = entry
@@ -321,6 +345,16 @@ def _names_of(options: Iterable[str], name: str, field: str = "options") -> froz
     if isinstance(options, str) or not all(isinstance(o, str) for o in options):
         raise PluginError(f"implementation {name!r}: {field}={options!r}; give a list of names")
     return frozenset(options)
+
+
+def _mask_kinds(kinds: Iterable[str], name: str) -> frozenset[str]:
+    found = _names_of(kinds, name, "masks")
+    unknown = sorted(found - set(masks.KINDS))
+    if unknown or not found:
+        raise PluginError(
+            f"implementation {name!r}: masks={sorted(kinds)!r}; the mask kinds are {', '.join(masks.KINDS)}"
+        )
+    return found
 
 
 def _materialized(name: str) -> bool:

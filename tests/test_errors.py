@@ -62,7 +62,9 @@ def test_mismatched_shapes_and_dtypes():
     three = make_qkv(1, 3, 8, 16, torch.float16, "cpu", 0)
     with pytest.raises(ValueError, match="kv_heads dividing q's H=3"):
         call(three[0], *make_qkv(1, 2, 8, 16, torch.float16, "cpu", 0)[1:])
-    with pytest.raises(ValueError, match=r"causal with 9 queries \(q.shape\[2\]\) against 8 keys"):
+    with pytest.raises(
+        ValueError, match=r"causal \(or masked\) with 9 queries \(q.shape\[2\]\) against 8 keys"
+    ):
         call(qkv(T=9)[0], k, v, causal=True)
     with pytest.raises(ValueError, match="v.dtype=float32 must equal q.dtype=float16"):
         call(q, k, v.float())

@@ -31,7 +31,8 @@ def check_qkv(
 ) -> tuple[int, int, int, int]:
     """Return (B, H, T, d) after checking the three inputs agree and are supported: q is
     (B, H, query_tokens, d), k and v are (B, kv_heads, T, d) with kv_heads dividing H (grouped
-    heads) and, where causal, at most T queries (aligned to the end of the keys)."""
+    heads) and, where causal (or under any mask but full: each aligns the queries to the end of
+    the keys), at most T queries."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -60,8 +61,8 @@ def check_qkv(
         )
     if causal and Tq > T:
         raise ValueError(
-            f"causal with {Tq} queries (q.shape[2]) against {T} keys (k.shape[2]): at most as many "
-            "queries as keys (the queries are the sequence's last positions)"
+            f"causal (or masked) with {Tq} queries (q.shape[2]) against {T} keys (k.shape[2]): at most "
+            "as many queries as keys (the queries are the sequence's last positions)"
         )
     if d not in HEAD_DIMS:
         raise ValueError(f"head dim d={d} (q.shape[-1]): allowed values are {HEAD_DIMS}")

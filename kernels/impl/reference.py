@@ -38,6 +38,18 @@ def future_mask(T: int, device: torch.device | str, queries: int | None = None) 
     return torch.arange(T, device=device)[None, :] > rows[:, None]
 
 
+def hidden_keys(
+    mask: masks.Mask, T: int, device: torch.device | str, queries: int | None = None
+) -> torch.Tensor | None:
+    """True where the mask hides a key from a query, as PyTorch code builds a dense mask;
+    None where it hides none. The causal one as future_mask builds it."""
+    if mask == masks.from_causal(False):
+        return None
+    if mask == masks.from_causal(True):
+        return future_mask(T, device, queries)
+    return ~visible(mask, T, device, queries)
+
+
 def per_query_head(kv: torch.Tensor, heads: int) -> torch.Tensor:
     """K or V with a head per query head: each K/V head repeated for the group sharing it (the
     definition's own view of grouped heads; the kernels index the shared head instead)."""
@@ -84,6 +96,8 @@ def largest_product(q: torch.Tensor, k: torch.Tensor, chunk_rows: int | None = N
     )
 
 
-def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+def reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, mask: masks.Mask | None = None
+) -> torch.Tensor:
     """The float64 definition, cast back to the input dtype."""
-    return reference_float64(q, k, v, causal).to(q.dtype)
+    return reference_float64(q, k, v, causal, mask=mask).to(q.dtype)

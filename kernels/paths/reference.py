@@ -1,17 +1,21 @@
 """The float64 definition, cast back to the input dtype: what every other one is checked against."""
 
-from kernels.catalog import implementation
+from kernels.catalog import EVERY_MASK, implementation
 from kernels.spec import REFERENCE
 
 
 @implementation(
-    REFERENCE, stores="SP", sp_dtype="float64", working_model="kernels.paths.reference:working_bytes"
+    REFERENCE,
+    stores="SP",
+    sp_dtype="float64",
+    working_model="kernels.paths.reference:working_bytes",
+    masks=EVERY_MASK,
 )
-def reference(q, k, v, *, causal):
+def reference(q, k, v, *, causal, mask=None):
     """scores, scale, mask, softmax and P·V in float64, S and P stored."""
     from kernels.impl.reference import reference as run
 
-    return run(q, k, v, causal)
+    return run(q, k, v, causal, mask)
 
 
 def working_bytes(point) -> int:

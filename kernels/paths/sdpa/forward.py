@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from kernels import masks
+from kernels.impl.reference import visible
 from kernels.spec import SDPA_BACKENDS
 
 _ENUM_NAMES = {
@@ -40,12 +42,15 @@ def _why_not(err: RuntimeError, caught: list[warnings.WarningMessage]) -> str:
     return "; ".join([first, *reasons])
 
 
-def shape_options(q: torch.Tensor, k: torch.Tensor, causal: bool) -> dict:
+def shape_options(q: torch.Tensor, k: torch.Tensor, causal: bool, mask: masks.Mask | None = None) -> dict:
     """scaled_dot_product_attention's keywords for this shape: the square problem exactly as
     before (is_causal); grouped heads add enable_gqa; causal with fewer queries than keys
-    takes the lower-right causal bias instead of is_causal."""
+    takes the lower-right causal bias instead of is_causal; a mask beyond causal, the dense
+    boolean attn_mask (True: the query sees the key), the one way SDPA takes a mask."""
     Tq, T = q.shape[-2], k.shape[-2]
     found = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
+    if mask is not None and mask not in (masks.from_causal(True), masks.from_causal(False)):
+        return found | {"attn_mask": visible(mask, T, q.device, Tq)}
     if causal and Tq != T:
         # imported here: the module imports triton.language, which must follow the Triton mode
         from torch.nn.attention.bias import causal_lower_right
@@ -55,12 +60,17 @@ def shape_options(q: torch.Tensor, k: torch.Tensor, causal: bool) -> dict:
 
 
 def sdpa(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, backend: str | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    backend: str | None = None,
+    mask: masks.Mask | None = None,
 ) -> torch.Tensor:
     """``backend=None`` lets PyTorch choose; a named backend is forced, and one the device
-    lacks (or that refuses this shape: grouped heads, the causal bias) raises
-    BackendUnavailableError rather than falling back to another."""
-    options = shape_options(q, k, causal)
+    lacks (or that refuses this shape or mask: grouped heads, the causal bias, a dense mask)
+    raises BackendUnavailableError rather than falling back to another."""
+    options = shape_options(q, k, causal, mask)
     if backend is None:
         return F.scaled_dot_product_attention(q, k, v, **options)
     if backend not in BACKENDS:
@@ -75,15 +85,15 @@ def sdpa(
                 raise
             raise BackendUnavailableError(
                 f"PyTorch's {backend} backend (backend={backend!r}) is not available for "
-                f"{str(q.dtype).removeprefix('torch.')} on {q.device}{_shape_words(q, k, causal)}: "
+                f"{str(q.dtype).removeprefix('torch.')} on {q.device}{_shape_words(q, k, causal, options)}: "
                 f"{_why_not(err, caught)}"
             ) from err
 
 
-def _shape_words(q: torch.Tensor, k: torch.Tensor, causal: bool) -> str:
-    """The kind of inference shape a backend refused, in words ('' for the square problem);
-    kinds, not sizes, since ``unavailable`` asks with a small input of the point's kind."""
-    words = []
+def _shape_words(q: torch.Tensor, k: torch.Tensor, causal: bool, options: dict) -> str:
+    """The kind of inference shape or mask a backend refused, in words ('' for the square
+    problem); kinds, not sizes, since ``unavailable`` asks with a small input of the point's kind."""
+    words = ["a dense boolean mask (attn_mask)"] if isinstance(options.get("attn_mask"), torch.Tensor) else []
     if k.shape[1] != q.shape[1]:
         words.append("grouped K/V heads (enable_gqa)")
     if q.shape[-2] != k.shape[-2]:

@@ -6,7 +6,7 @@ Grouped heads (k and v with fewer heads than q) are never copied per query head:
 heads sharing a K/V head are stacked as the rows of one product, q (B, H, Tq, d) viewed as
 (B, kv_heads, group·Tq, d), multiplied by that head's Kᵀ (and P likewise by its V). S keeps
 the bytes of (B, H, Tq, T) and is viewed so; the causal mask (aligned to the end of the keys,
-kernels.impl.reference.future_mask) broadcasts over it."""
+kernels.impl.reference.future_mask), or any other as a dense boolean tensor, broadcasts over it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.impl.reference import future_mask
+from kernels import masks
+from kernels.impl.reference import future_mask, hidden_keys
 
 
 def stacked(x: torch.Tensor, kv_heads: int) -> torch.Tensor:
@@ -27,23 +28,33 @@ def stacked(x: torch.Tensor, kv_heads: int) -> torch.Tensor:
 
 
 def torch_naive_parts(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, mask: masks.Mask | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Standard attention as three stored results: S and P in the input dtype, softmax in
     float32. Returns (S, P, O), each with a row block per query head, (B, H, Tq, ·), so that
-    callers can inspect the intermediates."""
+    callers can inspect the intermediates. ``mask``: any mask, built dense (else causal or
+    none as ``causal`` says)."""
     kv_heads, T = k.shape[1], k.shape[-2]
     s = torch.matmul(stacked(q, kv_heads), k.transpose(-1, -2)).mul_(1.0 / math.sqrt(q.shape[-1]))
     s = s.view(*q.shape[:-1], T)
-    if causal:
-        s.masked_fill_(future_mask(T, q.device, q.shape[-2]), float("-inf"))
+    mask_scores(s, masks.from_causal(causal) if mask is None else mask, q.shape[-2])
     p = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
     o = torch.matmul(stacked(p, kv_heads), v).view(q.shape)
     return s, p, o
 
 
-def torch_naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    return torch_naive_parts(q, k, v, causal)[2]
+def mask_scores(s: torch.Tensor, mask: masks.Mask, queries: int) -> None:
+    """−∞ into S where the mask hides a key; the dense mask lives only as long as this call,
+    so it is gone before P is allocated."""
+    hidden = hidden_keys(mask, s.shape[-1], s.device, queries)
+    if hidden is not None:
+        s.masked_fill_(hidden, float("-inf"))
+
+
+def torch_naive(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, mask: masks.Mask | None = None
+) -> torch.Tensor:
+    return torch_naive_parts(q, k, v, causal, mask)[2]
 
 
 def softmax_wide(s: torch.Tensor, wide: torch.Tensor) -> None:
