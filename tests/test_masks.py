@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from torch.nn.attention.flex_attention import noop_mask
 
 from kernels import masks
+from kernels.cli import main
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import future_mask, reference_float64, visible
 from kernels.masks import tiles
@@ -122,6 +123,20 @@ def test_the_tiles_a_block_visits_follow_the_predicate_for_any_block_sizes(probl
             assert (kind == tiles.PARTIAL) == (n in visit.partial), (mask, visit, n, kind)
             keys = (n * block_n, min(tokens, (n + 1) * block_n))
             assert tiles.tile(mask, tokens, visit.rows, keys, queries) == kind
+    cells = [
+        dense[r0 : r0 + block_m, n0 : n0 + block_n]
+        for r0 in range(0, queries, block_m)
+        for n0 in range(0, tokens, block_n)
+    ]
+    seen = [cell for cell in cells if cell.any()]
+    assert tiles.coverage(mask, tokens, block_m, block_n, queries) == tiles.Coverage(
+        kept_scores=int(dense.sum()),
+        all_scores=queries * tokens,
+        visited_tiles=len(seen),
+        partial_tiles=sum(not bool(cell.all()) for cell in seen),
+        all_tiles=len(cells),
+        visited_scores=sum(cell.numel() for cell in seen),
+    )
 
 
 def test_a_window_keeps_a_share_of_the_scores_that_falls_with_t():
@@ -180,3 +195,34 @@ def test_the_float64_reference_applies_the_mask(text):
     expected = torch.softmax(s, dim=-1) @ v.double().repeat_interleave(2, dim=1)
     got = reference_float64(q, k, v, causal=False, mask=masks.parse(text), chunk_rows=3)
     assert torch.allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def test_mask_tiles_prints_kept_against_visited(capsys):
+    """Causal at T = 128 in 64 × 64 tiles: 8,256 of 16,384 scores kept; 3 of 4 tiles visited
+    (12,288 scores), the 2 on the diagonal partial."""
+    assert main(["mask-tiles", "--mask", "causal", "window:300", "--tokens", "128", "--blocks", "64"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "mask",
+        "tokens",
+        "queries",
+        "block_m",
+        "block_n",
+        "kept",
+        "visited",
+        "partial",
+        "of",
+        "visited",
+    ]
+    assert lines[1].split() == ["causal", "128", "128", "64", "64", "50.4%", "75.0%", "66.7%"]
+    assert lines[2].split()[5:] == ["50.4%", "75.0%", "66.7%"]  # a window past T is causal
+
+
+def test_mask_tiles_refuses_a_mask_that_does_not_fit(capsys):
+    with pytest.raises(SystemExit, match="the prefix of 200 tokens is longer than T = 128"):
+        main(["mask-tiles", "--mask", "prefix:200", "--tokens", "128"])
+    with pytest.raises(SystemExit):
+        main(["mask-tiles", "--mask", "window:0", "--tokens", "128"])
+    assert (
+        "mask 'window:0': the window (keys each query sees) must be an integer ≥ 1" in capsys.readouterr().err
+    )

@@ -9,7 +9,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernels.cli import build, ceilings, measure, ncu_target, predict, preflight, tile_errors, validate
+from kernels.cli import (
+    build,
+    ceilings,
+    mask_tiles,
+    measure,
+    ncu_target,
+    predict,
+    preflight,
+    tile_errors,
+    validate,
+)
 from kernels.cli.arguments import time_limit_reason
 
 
@@ -58,6 +68,11 @@ COMMANDS = {
         "predicted DRAM bytes and time on GPUs you may not have (no torch, no GPU)",
         predict.add_predict_arguments,
         predict.run_predict,
+    ),
+    "mask-tiles": Command(
+        "share of the scores a mask keeps against the tiles a block-sparse kernel visits (no torch)",
+        mask_tiles.add_mask_tiles_arguments,
+        mask_tiles.run_mask_tiles,
     ),
     "preflight": Command(
         "compile every launch a GPU plan makes for the target and name those that cannot run (no GPU needed)",

@@ -86,3 +86,48 @@ def block_map(
         partial = tuple(n for n in range(first, stop) if n not in full)
         visits.append(BlockVisit(rows, first, stop, partial))
     return visits
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a mask keeps against what a block-sparse kernel of one block shape visits, per
+    batch and head: scores kept, tiles visited (those holding a kept score) and of them the
+    partial ones, and the scores the visited tiles hold (the products such a kernel computes,
+    tiles cut at T and at the last query)."""
+
+    kept_scores: int
+    all_scores: int
+    visited_tiles: int
+    partial_tiles: int
+    all_tiles: int
+    visited_scores: int
+
+    def as_row(self) -> dict[str, int | float]:
+        return {
+            "kept_share": self.kept_scores / self.all_scores,
+            "visited_share": self.visited_scores / self.all_scores,
+            "partial_share": self.partial_tiles / max(1, self.visited_tiles),
+            "visited_tiles": self.visited_tiles,
+            "partial_tiles": self.partial_tiles,
+            "all_tiles": self.all_tiles,
+            "kept_scores": self.kept_scores,
+            "visited_scores": self.visited_scores,
+            "all_scores": self.all_scores,
+        }
+
+
+def coverage(
+    mask: Mask, tokens: int, block_m: int, block_n: int, query_tokens: int | None = None
+) -> Coverage:
+    """The scores the mask keeps and the tiles of ``block_m`` × ``block_n`` a kernel visits."""
+    queries = tokens if query_tokens is None else query_tokens
+    visits = block_map(mask, tokens, block_m, block_n, queries)
+    width = [min(tokens, (n + 1) * block_n) - n * block_n for n in range(-(-tokens // block_n))]
+    return Coverage(
+        kept_scores=kept_scores(mask, tokens, queries),
+        all_scores=queries * tokens,
+        visited_tiles=sum(v.visited for v in visits),
+        partial_tiles=sum(len(v.partial) for v in visits),
+        all_tiles=len(visits) * len(width),
+        visited_scores=sum((v.rows[1] - v.rows[0]) * sum(width[v.first : v.stop]) for v in visits),
+    )
