@@ -5,19 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from kernels.masks.kind import NoArgument
+
 
 @dataclass(frozen=True)
-class Full:
+class Full(NoArgument):
     KIND: ClassVar[str] = "full"
     EXAMPLE: ClassVar[str] = "full"
-    TAKES_ARGUMENT: ClassVar[bool] = False
     NEVER_LOOKS_AHEAD: ClassVar[bool] = False
-
-    def spelled(self) -> str:
-        return self.KIND
-
-    def refusal(self, tokens: int) -> str | None:
-        return None
 
     def bounds(self, position, tokens: int) -> tuple:
         return position * 0, position * 0 + tokens

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import ClassVar, Protocol
 
@@ -44,3 +45,32 @@ def positive(text: str, mask: str, what: str, example: str) -> int:
     if re.fullmatch("[1-9][0-9]*", text) is None:  # one spelling per value: no sign, no 0 first
         raise ValueError(f"mask {mask!r}: {what} must be an integer ≥ 1, as in {example}")
     return int(text)
+
+
+class NoArgument:
+    """A kind written by its name alone."""
+
+    KIND: ClassVar[str]
+    TAKES_ARGUMENT: ClassVar[bool] = False
+
+    def spelled(self) -> str:
+        return self.KIND
+
+    def refusal(self, tokens: int) -> str | None:
+        return None
+
+
+class OneNumber:
+    """A kind written ``kind:n``, n an integer ≥ 1, its one field (a frozen dataclass's)."""
+
+    KIND: ClassVar[str]
+    EXAMPLE: ClassVar[str]
+    WHAT: ClassVar[str]  # what n is, for the refusal
+    TAKES_ARGUMENT: ClassVar[bool] = True
+
+    @classmethod
+    def parse(cls, argument: str):
+        return cls(positive(argument, f"{cls.KIND}:{argument}", cls.WHAT, cls.EXAMPLE))
+
+    def spelled(self) -> str:
+        return f"{self.KIND}:{dataclasses.astuple(self)[0]}"

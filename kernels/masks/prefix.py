@@ -6,24 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kernels.masks.kind import at_least, positive
+from kernels.masks.kind import OneNumber, at_least
 
 
 @dataclass(frozen=True)
-class Prefix:
+class Prefix(OneNumber):
     tokens: int  # p: the prefix's length
 
     KIND: ClassVar[str] = "prefix"
     EXAMPLE: ClassVar[str] = "prefix:100"
-    TAKES_ARGUMENT: ClassVar[bool] = True
+    WHAT: ClassVar[str] = "the prefix (its tokens)"
     NEVER_LOOKS_AHEAD: ClassVar[bool] = False
-
-    @classmethod
-    def parse(cls, argument: str) -> Prefix:
-        return cls(positive(argument, f"{cls.KIND}:{argument}", "the prefix (its tokens)", cls.EXAMPLE))
-
-    def spelled(self) -> str:
-        return f"{self.KIND}:{self.tokens}"
 
     def refusal(self, tokens: int) -> str | None:
         if self.tokens > tokens:

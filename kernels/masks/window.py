@@ -7,26 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kernels.masks.kind import at_least, positive
+from kernels.masks.kind import OneNumber, at_least
 
 
 @dataclass(frozen=True)
-class Window:
+class Window(OneNumber):
     keys: int  # w: the keys each query sees, its own included
 
     KIND: ClassVar[str] = "window"
     EXAMPLE: ClassVar[str] = "window:256"
-    TAKES_ARGUMENT: ClassVar[bool] = True
+    WHAT: ClassVar[str] = "the window (keys each query sees)"
     NEVER_LOOKS_AHEAD: ClassVar[bool] = True
-
-    @classmethod
-    def parse(cls, argument: str) -> Window:
-        return cls(
-            positive(argument, f"{cls.KIND}:{argument}", "the window (keys each query sees)", cls.EXAMPLE)
-        )
-
-    def spelled(self) -> str:
-        return f"{self.KIND}:{self.keys}"
 
     def refusal(self, tokens: int) -> str | None:
         return None  # a window at least T long is causal: allowed, the tiles say so
