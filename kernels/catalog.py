@@ -167,6 +167,9 @@ class Implementation:
     # the mask itself as ``mask=`` (and ``causal=``, True for the causal mask); a point or a
     # call with a mask it does not take is refused, naming its registration.
     masks: frozenset[str] = TODAYS_MASKS
+    # Those its backward takes (a gradient under another is refused): by default every one
+    # of ``masks`` where PyTorch's autograd differentiates it, full and causal for a module
+    backward_masks: frozenset[str] = TODAYS_MASKS
 
     def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
         """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
@@ -191,6 +194,15 @@ class Implementation:
         return (
             f"impl={self.name!r} does not take the mask {mask.spelled()!r} (its registration's "
             f"masks= lists {', '.join(sorted(self.masks))})"
+        )
+
+    def backward_mask_refusal(self, mask: masks.Mask) -> str | None:
+        """Why its backward cannot run under ``mask``, or None."""
+        if mask.KIND in self.backward_masks:
+            return None
+        return (
+            f"impl={self.name!r}'s backward does not take the mask {mask.spelled()!r} (its "
+            f"registration's backward_masks= lists {', '.join(sorted(self.backward_masks))})"
         )
 
     def backward_reason(self) -> str | None:
@@ -292,6 +304,7 @@ def implementation(
     split_keys: bool = False,
     programs_model: Callable[..., int] | str | None = None,
     masks: Iterable[str] = ("full", "causal"),
+    backward_masks: Iterable[str] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register the decorated callable as implementation ``name`` (see the module's doc).
     ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive.
@@ -300,6 +313,8 @@ def implementation(
     def register(fn: Callable) -> Callable:
         _builtins()  # ours first: a plugin imported on its own cannot take one of our names
         origin = _loading[-1] if _loading else getattr(fn, "__module__", "?")
+        backward_name = backward if backward is not None or triton or no_backward else AUTOGRAD
+        autograd = backward_name == AUTOGRAD
         entry = Implementation(
             name=name,
             run=fn,
@@ -322,7 +337,7 @@ def implementation(
             working_model=working_model,
             launch_candidates=launch_candidates,
             origin=origin,
-            backward=backward if backward is not None or triton or no_backward else AUTOGRAD,
+            backward=backward_name,
             no_backward=no_backward,
             backward_traffic_model=backward_traffic_model,
             stage_model=stage_model,
@@ -333,6 +348,9 @@ def implementation(
             split_keys=split_keys,
             programs_model=programs_model,
             masks=_mask_kinds(masks, name),
+            backward_masks=_mask_kinds(
+                backward_masks if backward_masks is not None else masks if autograd else TODAYS_MASKS, name
+            ),
         )
         _check(entry)
         _registered[name] = entry

@@ -110,7 +110,14 @@ def _with_gradient(entry: catalog.Implementation, q, k, v, causal: bool, out, op
     """O with a graph: the path's backward module behind one autograd Function, or PyTorch's
     own autograd for a path whose O carries it (checked: an O without a graph is refused)."""
     check_gradient(entry, q, k, v)
+    mask = options.pop("mask", None)
+    if mask is not None:
+        refusal = entry.backward_mask_refusal(mask)
+        if refusal:
+            raise ValueError(refusal)
     module = entry.backward_module()
+    if mask is not None and (module is None or masks.beyond_causal(mask)):  # a module's: causal says it
+        options["mask"] = mask
     if module is not None:
         # a PyTorch path's backward module is called with no block shape (None, None)
         bm, bn = options.pop("block_m", None), options.pop("block_n", None)

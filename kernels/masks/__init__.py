@@ -22,7 +22,7 @@ from __future__ import annotations
 from kernels.masks import causal, documents, full, prefix, window
 from kernels.masks.kind import Mask
 
-__all__ = ["KINDS", "Mask", "from_causal", "parse", "spellings"]
+__all__ = ["KINDS", "Mask", "beyond_causal", "from_causal", "parse", "spellings"]
 
 # kind name → its class; each class parses its own argument
 KINDS: dict[str, type] = {
@@ -60,3 +60,8 @@ def parse(text: str) -> Mask:
 def from_causal(is_causal: bool) -> Mask:
     """``causal: true/false``, the sweep's older spelling: the causal mask, or none."""
     return causal.Causal() if is_causal else full.Full()
+
+
+def beyond_causal(mask: Mask) -> bool:
+    """Whether the mask is neither causal nor full (the two every path takes)."""
+    return mask not in (from_causal(True), from_causal(False))

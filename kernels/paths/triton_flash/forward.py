@@ -20,6 +20,12 @@ positions: causal row i sees key j ≤ i + (T − Tq), so the diagonal and the t
 skips move right by that offset (what ``kernels.models.cost.walk_of`` walks). The grid covers
 cdiv(Tq, BLOCK_M) query blocks: none lies wholly past the last query.
 
+Under a mask beyond causal (``BOUNDED``, kernels.masks), each query row's run of keys
+[lo, hi) comes as two int32s (``row_bounds``). A block visits the key tiles from its first
+row's lo to its last row's hi (kernels.masks.tiles.block_map): the tiles every row of the
+block sees whole run unmasked, the partial ones on either side take the element mask, and the
+tiles outside are never loaded.
+
 With ``STORE_LSE`` (and carried statistics) the kernel also stores each row's log-sum-exp of
 its scores, in base-2 units: LSE = log2 Σ_j exp2(c·log2(e)·S_ij) = log2(e)·logsumexp_j(c·S_ij),
 float32, in a contiguous (B, H, Tq) tensor. The fused backward (``flash_backward``) rebuilds
@@ -43,6 +49,7 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
+from kernels.masks import beyond_causal as mask_beyond_causal
 
 
 @triton.jit
@@ -64,15 +71,18 @@ def attend_tiles(
     T,
     offset,
     qk_scale_log2,
+    row_lo,
+    row_hi,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,
     CAUSAL: tl.constexpr,
     CARRY_STATS: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """Key tiles [lo, hi) into the running state; masks only when ``MASKED`` (causal: row
-    i sees key j ≤ i + ``offset``)."""
+    i sees key j ≤ i + ``offset``; ``BOUNDED``: row i sees keys row_lo[i] ≤ j < row_hi[i])."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k_ptrs = k_base + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
@@ -88,14 +98,19 @@ def attend_tiles(
             visible = offs_n[None, :] < T
             if CAUSAL:
                 visible = visible & (offs_n[None, :] <= offs_m[:, None] + offset)
+            if BOUNDED:
+                visible = visible & (offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None])
             s = tl.where(visible, s, float("-inf"))
             v = tl.load(v_ptrs, mask=offs_n[:, None] < T, other=0.0)
         else:
             v = tl.load(v_ptrs)
         if CARRY_STATS:
             m_new = tl.maximum(m_i, tl.max(s, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(s - m_new[:, None])
+            m_use = m_new
+            if BOUNDED:  # a row may see none of a tile's keys yet (its run starts further right)
+                m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m_i - m_use)
+            p = tl.exp2(s - m_use[:, None])
             l_i = l_i * alpha + tl.sum(p, axis=1)
             acc = mma(cast(p, v.dtype), v, acc * alpha[:, None], DOT_F32)
             m_i = m_new
@@ -116,6 +131,7 @@ def attention_fwd_kernel(
     V,
     O,
     LSE,
+    BOUNDS,
     qk_scale_log2,
     s_qb,
     s_qh,
@@ -144,6 +160,7 @@ def attention_fwd_kernel(
     CARRY_STATS: tl.constexpr,
     DOT_F32: tl.constexpr,
     STORE_LSE: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -166,20 +183,44 @@ def attention_fwd_kernel(
     # whole tiles: inside T and, causal, left of the diagonal (moved right by the offset of
     # the queries in the sequence) for every row of the block
     offset = T - Tq
-    hi = T
-    whole = (T // BLOCK_N) * BLOCK_N
-    if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M + offset)
-        whole = tl.minimum(whole, ((first_row + 1 + offset) // BLOCK_N) * BLOCK_N)
-    # the two passes, unmasked then masked (one call each, as in Triton's tutorial)
-    # fmt: off
     state = (q, k_base, v_base, s_kt, s_kd, s_vt, s_vd, offs_m, offs_d)
-    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, 0, whole, T, offset, qk_scale_log2,
-                                 BLOCK_M, BLOCK_N, False, CAUSAL, CARRY_STATS, DOT_F32)
-    acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole, hi, T, offset, qk_scale_log2,
-                                 BLOCK_M, BLOCK_N, True, CAUSAL, CARRY_STATS, DOT_F32)
+    # fmt: off
+    if BOUNDED:
+        # each row's run of keys (kernels.masks): the block visits the tiles from its first
+        # row's start to its last row's end; those every row sees whole run unmasked, the
+        # partial ones on either side with the element mask; the rest are never loaded
+        live = offs_m < Tq
+        row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
+        row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0)
+        first = (tl.min(tl.where(live, row_lo, T)) // BLOCK_N) * BLOCK_N
+        stop = tl.max(tl.where(live, row_hi, 0))
+        full_lo = tl.cdiv(tl.max(tl.where(live, row_lo, 0)), BLOCK_N) * BLOCK_N
+        full_hi = (tl.min(tl.where(live, row_hi, T)) // BLOCK_N) * BLOCK_N
+        whole_lo = tl.where(full_lo < full_hi, full_lo, first)
+        whole_hi = tl.where(full_lo < full_hi, full_hi, first)
+        runs = (T, offset, qk_scale_log2, row_lo, row_hi)
+        acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, first, whole_lo, *runs, BLOCK_M, BLOCK_N,
+                                     True, False, CARRY_STATS, DOT_F32, True)
+        acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole_lo, whole_hi, *runs, BLOCK_M, BLOCK_N,
+                                     False, False, CARRY_STATS, DOT_F32, True)
+        acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole_hi, stop, *runs, BLOCK_M, BLOCK_N,
+                                     True, False, CARRY_STATS, DOT_F32, True)
+    else:
+        hi = T
+        whole = (T // BLOCK_N) * BLOCK_N
+        if CAUSAL:
+            hi = tl.minimum(T, first_row + BLOCK_M + offset)
+            whole = tl.minimum(whole, ((first_row + 1 + offset) // BLOCK_N) * BLOCK_N)
+        # the two passes, unmasked then masked (one call each, as in Triton's tutorial)
+        by_index = (T, offset, qk_scale_log2, offs_m, offs_m)  # no runs: offs_m stands in for them
+        acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, 0, whole, *by_index, BLOCK_M, BLOCK_N,
+                                     False, CAUSAL, CARRY_STATS, DOT_F32, False)
+        acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, whole, hi, *by_index, BLOCK_M, BLOCK_N,
+                                     True, CAUSAL, CARRY_STATS, DOT_F32, False)
     # fmt: on
     if CARRY_STATS:
+        if BOUNDED:  # rows past the last query see no key under the bounds: 0/0, never stored
+            l_i = tl.where(l_i == 0.0, 1.0, l_i)
         acc = acc / l_i[:, None]
     o_ptrs = O + b * s_ob + h * s_oh + offs_m[:, None] * s_ot + offs_d[None, :] * s_od
     tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < Tq)
@@ -199,18 +240,21 @@ def attention_fwd_launch(
     num_warps: int | None = None,
     num_stages: int | None = None,
     lse: torch.Tensor | None = None,
+    bounds: torch.Tensor | None = None,
 ) -> Launch:
     """The launch; ``num_warps`` defaults by register tile size, ``num_stages`` to the
     deepest pipelining that fits the known targets' shared memory (``default_stages``).
     ``lse``: a contiguous float32 (B, H, Tq) for the rows' base-2 log-sum-exp (needs
     ``carry_stats``); None stores none, and O stands in for the pointer the kernel ignores.
-    Tq and Hkv are q's and k's: q (B, H, Tq, d), k and v (B, Hkv, T, d)."""
+    ``bounds``: each query row's run of keys under a mask beyond causal, a contiguous int32
+    (Tq, 2) (``row_bounds``; ``causal`` is then False); None: causal or full, as ``causal``
+    says. Tq and Hkv are q's and k's: q (B, H, Tq, d), k and v (B, Hkv, T, d)."""
     B, H, Tq, d = q.shape
     T, group = k.shape[2], H // k.shape[1]
     if lse is not None and not carry_stats:
         raise ValueError("lse: the log-sum-exp needs carry_stats=True (tile-local sums are not the row's)")
     stages = num_stages or default_stages(block_m, block_n, d, q.element_size())
-    pointers = (q, k, v, o, o if lse is None else lse)
+    pointers = (q, k, v, o, o if lse is None else lse, o if bounds is None else bounds)
     return Launch(
         attention_fwd_kernel,
         (triton.cdiv(Tq, block_m), B * H),
@@ -223,11 +267,24 @@ def attention_fwd_launch(
             CARRY_STATS=carry_stats,
             DOT_F32=dot_in_float32(q.dtype),
             STORE_LSE=lse is not None,
+            BOUNDED=bounds is not None,
             # its register tiles: the scores (BLOCK_M × BLOCK_N) and the output (BLOCK_M × d)
             num_warps=num_warps or warps_for(block_m, max(block_n, d)),
             num_stages=stages,
         ),
     )
+
+
+def row_bounds(mask, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+    """The mask's Triton form: each query row's run of keys [lo, hi) as a contiguous int32
+    (Tq, 2) on q's device (8 bytes a row, read once per program); None for causal and full,
+    which the kernel masks by index."""
+    if mask is None or not mask_beyond_causal(mask):
+        return None
+    T, Tq = k.shape[2], q.shape[2]
+    positions = torch.arange(Tq, device=q.device) + (T - Tq)
+    lo, hi = mask.bounds(positions, T)
+    return torch.stack([lo, hi], dim=1).to(torch.int32).contiguous()
 
 
 def planned_launches(q, k, v, *, causal, block_m, block_n, num_warps=None, num_stages=None):
@@ -247,9 +304,14 @@ def triton_flash(
     out: torch.Tensor | None = None,
     num_warps: int | None = None,
     num_stages: int | None = None,
+    mask=None,
 ) -> torch.Tensor:
-    """Exact attention, fused: no S or P in global memory."""
+    """Exact attention, fused: no S or P in global memory; under ``mask``, block sparse."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages).run()
+    bounds = row_bounds(mask, q, k)
+    causal = causal and bounds is None
+    attention_fwd_launch(
+        q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages, bounds=bounds
+    ).run()
     return o
