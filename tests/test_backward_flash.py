@@ -199,4 +199,10 @@ def test_planned_launches_run_nothing_on_meta_tensors():
         "Delta",
         "DK",
         "DV",
+        "BOUNDS",
+        "KEY_ROWS",
     ]
+    # a causal launch reads no runs of keys: dK stands in for the pointers (BOUNDED is False)
+    tensors = dict(zip(names, launches[1].args, strict=False))
+    assert tensors["BOUNDS"] is tensors["DK"] and tensors["KEY_ROWS"] is tensors["DK"]
+    assert launches[1].options["BOUNDED"] is False

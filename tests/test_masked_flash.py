@@ -75,12 +75,45 @@ def test_it_loads_k_and_v_for_the_tiles_the_masks_map_visits_and_no_other(text, 
     assert counted.bytes[("attention_fwd", "BOUNDS", "load")] == runs
 
 
-def test_its_backward_refuses_a_mask_beyond_causal_and_names_why():
-    q, k, v = problem(37, 37, 4, requires_grad=True)
-    with pytest.raises(ValueError, match="impl='triton_flash''s backward does not take the mask 'window:5'"):
-        kernels.attention(q, k, v, impl="triton_flash", mask="window:5", block_m=16, block_n=16)
-    kernels.attention(q, k, v, impl="triton_flash", mask="causal", block_m=16, block_n=16).sum().backward()
-    assert torch.isfinite(q.grad).all()
+@pytest.mark.parametrize("text", ["window:5", "documents:5+20+12", "documents-full:8", "prefix:13"])
+@pytest.mark.parametrize("blocks", [(16, 16), (32, 16)], ids=str)
+def test_its_gradients_under_every_mask_are_the_definitions(text, blocks):
+    """float32, T = 37, 4 query heads sharing 2 K/V heads: dQ, dK, dV against float64 autograd."""
+    q, k, v = (x.float().detach().requires_grad_() for x in problem(37, 37, 2))
+    do = torch.randn(q.shape, generator=torch.Generator().manual_seed(5))
+    mask = masks.parse(text)
+    kernels.attention(q, k, v, impl="triton_flash", mask=mask, block_m=blocks[0], block_n=blocks[1]).backward(
+        do
+    )
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    reference_float64(q64, k64, v64, causal=False, mask=mask).backward(do.double())
+    for mine, theirs in zip((q.grad, k.grad, v.grad), (q64.grad, k64.grad, v64.grad), strict=True):
+        assert max_abs(mine, theirs) < 1e-4
+
+
+@pytest.mark.parametrize("text", ["window:20", "documents:9"])
+def test_its_backward_visits_the_tiles_the_forward_does(text):
+    """dq streams K and V over each query block's visited tiles; dkdv streams Q and dO over
+    the query blocks that see each key block (the same map read by key block)."""
+    tokens, blocks, heads, d = 70, (16, 32), 4, 16
+    q, k, v = (x.float().detach().requires_grad_() for x in problem(tokens, tokens, 1))
+    mask = masks.parse(text)
+    out = kernels.attention(q, k, v, impl="triton_flash", mask=mask, block_m=blocks[0], block_n=blocks[1])
+    with count_traffic() as counted:
+        out.sum().backward()
+    visits = tiles.block_map(mask, tokens, *blocks)
+    keys = [min(tokens, n + blocks[1]) - n for n in range(0, tokens, blocks[1])]
+    rows = [v.rows[1] - v.rows[0] for v in visits]
+    per_key_block = [
+        sum(r for r, v in zip(rows, visits, strict=True) if v.first <= n < v.stop) for n in range(len(keys))
+    ]
+    for tensor in ("K", "V"):
+        assert (
+            counted.bytes[("dq", tensor, "load")]
+            == heads * sum(sum(keys[v.first : v.stop]) for v in visits) * d * 4
+        )
+    for tensor in ("Q", "DO"):
+        assert counted.bytes[("dkdv", tensor, "load")] == heads * sum(per_key_block) * d * 4
 
 
 COMPILE_BOUNDED = """
@@ -92,15 +125,23 @@ from kernels.paths.triton_flash.forward import attention_fwd_launch
 q = torch.empty((1, 4, 100, 64), dtype=torch.float16, device="meta")
 k = torch.empty((1, 2, 100, 64), dtype=torch.float16, device="meta")
 bounds = torch.empty((100, 2), dtype=torch.int32, device="meta")
-launch = attention_fwd_launch(q, k, k, torch.empty_like(q), False, 64, 64, True, bounds=bounds)
-print(json.dumps([compile_variant(launch, t, None) for t in ("sm_80", "sm_90")]))
+from kernels import masks
+from kernels.impl.triton.backward_common import empty_gradients
+from kernels.paths.triton_flash.backward import backward_launches, lse_tensor
+launches = [attention_fwd_launch(q, k, k, torch.empty_like(q), False, 64, 64, True, bounds=bounds)]
+q, k = q[:, :2], k[:, :1]  # the backward: as many queries as keys
+saved, grads = (torch.empty_like(q), lse_tensor(q)), empty_gradients(q, k, k)
+mask = masks.parse("window:40")
+launches += backward_launches(torch.empty_like(q), q, k, k, saved, grads, False, 64, 64, mask=mask)[1:]
+print(json.dumps([compile_variant(launch, t, None) for launch in launches for t in ("sm_80", "sm_90")]))
 """
 
 
 @pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_the_block_sparse_variant_compiles_for_both_targets():
-    """The variant a mask beyond causal launches (its runs of keys read per program), as a
-    GPU would build it: no sweep point launches it yet, so no build job compiles it."""
+    """The variants a mask beyond causal launches (the forward, dkdv and dq, reading the runs
+    of keys), as a GPU would build them: no sweep point launches them yet, so no build job
+    compiles them."""
     done = subprocess.run(
         [sys.executable, "-c", COMPILE_BOUNDED],
         capture_output=True,
@@ -109,6 +150,8 @@ def test_the_block_sparse_variant_compiles_for_both_targets():
         env=os.environ | {"ATTNIO_INTERPRET": "0"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    for record in json.loads(done.stdout.strip().splitlines()[-1]):
+    records = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {r["kernel"] for r in records} == {"attention_fwd_kernel", "dkdv_kernel", "dq_kernel"}
+    for record in records:
         assert record["status"] == "ok", record["reason"]
         assert record["constants"]["BOUNDED"] is True

@@ -1,7 +1,6 @@
 """Fused attention with the online softmax: no S or P in global memory. It takes fewer
 queries than keys (causal aligned to the end) and grouped K/V heads, read by index, and every
-mask (kernels.masks), visiting only the key tiles the mask keeps; its backward, causal and
-full."""
+mask (kernels.masks), visiting only the key tiles the mask keeps, forward and backward."""
 
 from kernels.catalog import EVERY_MASK, implementation
 from kernels.spec import TRITON_TWIN
@@ -25,7 +24,8 @@ from kernels.spec import TRITON_TWIN
     kept_model="kernels.paths.triton_flash.model:kept",
     backward_flops_model="kernels.paths.triton_flash.backward_model:flops_flash_backward",
     backward_stage_model="kernels.paths.triton_flash.backward_model:backward_stage_costs",
-    masks=EVERY_MASK,  # block sparse: the tiles a mask excludes are never loaded (forward)
+    masks=EVERY_MASK,  # block sparse: the tiles a mask excludes are never loaded
+    backward_masks=EVERY_MASK,
 )
 def triton_flash(q, k, v, *, causal, block_m, block_n, out=None, **options):
     """Row max and sum carried across key tiles; exact."""

@@ -32,6 +32,11 @@ the partial last tile of a T that is not a multiple of the block (as ``attend_ti
 the end of its key range). ``dkdv`` calls it three times, because a key block's masked
 query blocks lie at both ends of its range: the diagonal first, the edge last.
 
+Under a mask beyond causal (``BOUNDED``, kernels.masks), ``dq`` walks the forward's map of
+key tiles (each row's run of keys read from ``BOUNDS``), and ``dkdv`` the same map read by key
+block (``key_block_rows``: the query blocks that see any of its keys, and those that see all of
+them, which run unmasked); the tiles outside are never loaded.
+
 Grouped heads (k and v with Hkv < H heads, each shared by a group of H / Hkv query heads):
 ``dq`` reads query head h's keys at K/V head h // (H / Hkv), by index; ``dkdv`` sums its K/V
 head's dK and dV over the group in registers, the heads in order, and stores them once. So
@@ -62,7 +67,8 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.paths.triton_flash.forward import attention_fwd_launch
+from kernels.masks import tiles
+from kernels.paths.triton_flash.forward import attention_fwd_launch, row_bounds
 
 SAVED = ("O", "LSE")
 BACKWARD_STAGES = ("delta", "dkdv", "dq")  # one kernel each, in launch order
@@ -92,14 +98,17 @@ def dkdv_tiles(
     hi,
     T,
     qk_scale_log2,
+    bounds_base,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """Query blocks [lo, hi) into one key block's dK (unscaled) and dV, key-major: the tiles
-    are Sᵀ (BLOCK_N × BLOCK_M), so that both products accumulate without a transpose of P."""
+    are Sᵀ (BLOCK_N × BLOCK_M), so that both products accumulate without a transpose of P.
+    ``BOUNDED``: the masked tiles read their rows' runs of keys at ``bounds_base``."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         q_ptrs = q_base + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd
@@ -121,6 +130,10 @@ def dkdv_tiles(
             visible = offs_m[None, :] < T
             if CAUSAL:
                 visible = visible & (offs_m[None, :] >= offs_n[:, None])
+            if BOUNDED:
+                row_lo = tl.load(bounds_base + 2 * offs_m, mask=offs_m < T, other=0)
+                row_hi = tl.load(bounds_base + 2 * offs_m + 1, mask=offs_m < T, other=0)
+                visible = visible & (offs_n[:, None] >= row_lo[None, :]) & (offs_n[:, None] < row_hi[None, :])
             p_t = tl.where(visible, p_t, 0.0)
         dv = mma(cast(p_t, do.dtype), do, dv, DOT_F32)
         dp_t = mma(v, tl.trans(do), tl.zeros([BLOCK_N, BLOCK_M], tl.float32), DOT_F32)
@@ -139,6 +152,8 @@ def dkdv_kernel(
     Delta,
     DK,
     DV,
+    BOUNDS,
+    KEY_ROWS,
     s_qb,
     s_qh,
     s_qt,
@@ -173,9 +188,12 @@ def dkdv_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """dK and dV of BLOCK_N key rows of one K/V head: the sum over the GROUP query heads
-    sharing it (h_kv·GROUP … h_kv·GROUP + GROUP − 1), each streaming its query blocks."""
+    sharing it (h_kv·GROUP … h_kv·GROUP + GROUP − 1), each streaming its query blocks.
+    ``BOUNDED``: the query blocks this key block's keys are seen by, as KEY_ROWS gives them
+    (first, first unmasked, end of the unmasked, end), each row's run of keys at BOUNDS."""
     pid_n = tl.program_id(0)
     pid_bkv = tl.program_id(1)
     b = (pid_bkv // H_KV).to(tl.int64)
@@ -197,24 +215,30 @@ def dkdv_kernel(
     whole = (T // BLOCK_M) * BLOCK_M
     lo = 0
     unmasked_lo = 0
+    stop = T
     if CAUSAL:
         lo = (first_key // BLOCK_M) * BLOCK_M  # the first block with a row i ≥ first_key
         # the first block whose every row sees the whole key block: i ≥ first_key + BLOCK_N − 1
         diagonal_end = (first_key + BLOCK_N + BLOCK_M - 2) // BLOCK_M * BLOCK_M
         unmasked_lo = tl.maximum(lo, tl.minimum(diagonal_end, whole))
     unmasked_hi = tl.maximum(unmasked_lo, whole)
+    if BOUNDED:
+        lo = tl.load(KEY_ROWS + 4 * pid_n)
+        unmasked_lo = tl.load(KEY_ROWS + 4 * pid_n + 1)
+        unmasked_hi = tl.load(KEY_ROWS + 4 * pid_n + 2)
+        stop = tl.load(KEY_ROWS + 4 * pid_n + 3)
     for g in range(GROUP):  # the query heads sharing this K/V head, in order
         h = h_kv * GROUP + g
         row = (pid_bkv.to(tl.int64) * GROUP + g) * T  # (b, h)'s LSE and D: b·H + h
         # fmt: off
         state = (Q + b * s_qb + h * s_qh, DO + b * s_gb + h * s_gh, LSE + row, Delta + row,
                  s_qt, s_qd, s_gt, s_gd, offs_n, offs_d)
-        dk, dv = dkdv_tiles(dk, dv, k, v, *state, lo, unmasked_lo, T, qk_scale_log2,
-                            BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
-        dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_lo, unmasked_hi, T, qk_scale_log2,
-                            BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32)
-        dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_hi, T, T, qk_scale_log2,
-                            BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
+        dk, dv = dkdv_tiles(dk, dv, k, v, *state, lo, unmasked_lo, T, qk_scale_log2, BOUNDS,
+                            BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32, BOUNDED)
+        dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_lo, unmasked_hi, T, qk_scale_log2, BOUNDS,
+                            BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32, BOUNDED)
+        dk, dv = dkdv_tiles(dk, dv, k, v, *state, unmasked_hi, stop, T, qk_scale_log2, BOUNDS,
+                            BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32, BOUNDED)
         # fmt: on
     dk_ptrs = DK + b * s_dkb + h_kv * s_dkh + offs_n[:, None] * s_dkt + offs_d[None, :] * s_dkd
     dv_ptrs = DV + b * s_dvb + h_kv * s_dvh + offs_n[:, None] * s_dvt + offs_d[None, :] * s_dvd
@@ -241,13 +265,17 @@ def dq_tiles(
     hi,
     T,
     qk_scale_log2,
+    row_lo,
+    row_hi,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
-    """Key blocks [lo, hi) into one query block's dQ (unscaled)."""
+    """Key blocks [lo, hi) into one query block's dQ (unscaled); ``BOUNDED``: row i sees
+    keys row_lo[i] ≤ j < row_hi[i]."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k_ptrs = k_base + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
@@ -264,6 +292,8 @@ def dq_tiles(
             visible = offs_n[None, :] < T
             if CAUSAL:
                 visible = visible & (offs_n[None, :] <= offs_m[:, None])
+            if BOUNDED:
+                visible = visible & (offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None])
             p = tl.where(visible, p, 0.0)
         dp = mma(do, tl.trans(v), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32)
         ds = p * (dp - delta[:, None])
@@ -280,6 +310,7 @@ def dq_kernel(
     LSE,
     Delta,
     DQ,
+    BOUNDS,
     s_qb,
     s_qh,
     s_qt,
@@ -310,8 +341,10 @@ def dq_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
-    """dQ of BLOCK_M query rows of head h, streaming the keys of its K/V head h // GROUP."""
+    """dQ of BLOCK_M query rows of head h, streaming the keys of its K/V head h // GROUP;
+    ``BOUNDED``: the key tiles its rows' runs of keys (BOUNDS) reach, as the forward visits them."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -330,64 +363,123 @@ def dq_kernel(
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     # key blocks: whole ones (inside T and, causal, wholly at or before every row's
     # diagonal), then the masked rest up to the block's last visible key
-    hi = T
-    whole = (T // BLOCK_N) * BLOCK_N
-    if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M)
-        whole = tl.minimum(whole, ((first_row + 1) // BLOCK_N) * BLOCK_N)
     # fmt: off
     state = (q, do, lse, delta, K + b * s_kb + h_kv * s_kh, V + b * s_vb + h_kv * s_vh,
              s_kt, s_kd, s_vt, s_vd, offs_m, offs_d)
-    dq = dq_tiles(dq, *state, 0, whole, T, qk_scale_log2, BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32)
-    dq = dq_tiles(dq, *state, whole, hi, T, qk_scale_log2, BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32)
+    if BOUNDED:  # as the forward: masked tiles on either side of the run every row sees whole
+        row_lo = tl.load(BOUNDS + 2 * offs_m, mask=rows, other=0)
+        row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=rows, other=0)
+        first = (tl.min(tl.where(rows, row_lo, T)) // BLOCK_N) * BLOCK_N
+        stop = tl.max(tl.where(rows, row_hi, 0))
+        full_lo = tl.cdiv(tl.max(tl.where(rows, row_lo, 0)), BLOCK_N) * BLOCK_N
+        full_hi = (tl.min(tl.where(rows, row_hi, T)) // BLOCK_N) * BLOCK_N
+        whole_lo = tl.where(full_lo < full_hi, full_lo, first)
+        whole_hi = tl.where(full_lo < full_hi, full_hi, first)
+        runs = (T, qk_scale_log2, row_lo, row_hi)
+        dq = dq_tiles(dq, *state, first, whole_lo, *runs, BLOCK_M, BLOCK_N, True, False, DOT_F32, True)
+        dq = dq_tiles(dq, *state, whole_lo, whole_hi, *runs, BLOCK_M, BLOCK_N, False, False, DOT_F32, True)
+        dq = dq_tiles(dq, *state, whole_hi, stop, *runs, BLOCK_M, BLOCK_N, True, False, DOT_F32, True)
+    else:
+        hi = T
+        whole = (T // BLOCK_N) * BLOCK_N
+        if CAUSAL:
+            hi = tl.minimum(T, first_row + BLOCK_M)
+            whole = tl.minimum(whole, ((first_row + 1) // BLOCK_N) * BLOCK_N)
+        by_index = (T, qk_scale_log2, offs_m, offs_m)  # no runs: offs_m stands in for them
+        dq = dq_tiles(dq, *state, 0, whole, *by_index, BLOCK_M, BLOCK_N, False, CAUSAL, DOT_F32, False)
+        dq = dq_tiles(dq, *state, whole, hi, *by_index, BLOCK_M, BLOCK_N, True, CAUSAL, DOT_F32, False)
     # fmt: on
     dq_ptrs = DQ + b * s_dqb + h * s_dqh + offs_m[:, None] * s_dqt + offs_d[None, :] * s_dqd
     tl.store(dq_ptrs, cast(dq * scale, DQ.dtype.element_ty), mask=rows[:, None])
 
 
-def backward_kernel_options(rows: int, columns: int, q: torch.Tensor, causal: bool) -> dict:
+def backward_kernel_options(rows: int, columns: int, q: torch.Tensor, causal: bool, bounded: bool) -> dict:
     """Constexprs and launch options of dkdv or dq: warps by the float32 the program keeps
     in registers, rows × columns (see the launches)."""
     return dict(
         HEAD_DIM=q.shape[-1],
         CAUSAL=causal,
+        BOUNDED=bounded,
         DOT_F32=dot_in_float32(q.dtype),
         num_warps=warps_for(rows, columns),
         num_stages=BACKWARD_STAGES_DEPTH,
     )
 
 
-def dkdv_launch(q, k, v, do, lse, delta, dk, dv, causal: bool, block_m: int, block_n: int) -> Launch:
-    """A program per BLOCK_N keys of each (b, K/V head), over the query heads it serves."""
+def dkdv_launch(
+    q, k, v, do, lse, delta, dk, dv, causal: bool, block_m: int, block_n: int, bounds=None, key_rows=None
+) -> Launch:
+    """A program per BLOCK_N keys of each (b, K/V head), over the query heads it serves;
+    under a mask beyond causal, ``bounds`` (each row's run of keys) and ``key_rows`` (each key
+    block's query rows, ``key_block_rows``)."""
     B, H, T, d = q.shape
     Hkv = k.shape[1]
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride())
+    runs = (dk, dk) if bounds is None else (bounds, key_rows)  # dK stands in for unused pointers
     return Launch(
         dkdv_kernel,
         (triton.cdiv(T, block_n), B * Hkv),
-        (q, k, v, do, lse, delta, dk, dv, *strides, Hkv, H // Hkv, T, sm_scale(d) * LOG2E, sm_scale(d)),
+        (
+            q,
+            k,
+            v,
+            do,
+            lse,
+            delta,
+            dk,
+            dv,
+            *runs,
+            *strides,
+            Hkv,
+            H // Hkv,
+            T,
+            sm_scale(d) * LOG2E,
+            sm_scale(d),
+        ),
         # its register tiles: Sᵀ and dPᵀ (BLOCK_N × BLOCK_M), dK and dV (BLOCK_N × d each)
         dict(
             BLOCK_M=block_m,
             BLOCK_N=block_n,
-            **backward_kernel_options(block_n, max(block_m, 2 * d), q, causal),
+            **backward_kernel_options(block_n, max(block_m, 2 * d), q, causal, bounds is not None),
         ),
     )
 
 
-def dq_launch(q, k, v, do, lse, delta, dq, causal: bool, block_m: int, block_n: int) -> Launch:
+def dq_launch(q, k, v, do, lse, delta, dq, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
     B, H, T, d = q.shape
     group = H // k.shape[1]
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
     return Launch(
         dq_kernel,
         (triton.cdiv(T, block_m), B * H),
-        (q, k, v, do, lse, delta, dq, *strides, H, group, T, sm_scale(d) * LOG2E, sm_scale(d)),
+        (q, k, v, do, lse, delta, dq, dq if bounds is None else bounds, *strides, H, group, T)
+        + (sm_scale(d) * LOG2E, sm_scale(d)),
         # its register tiles: S and dP (BLOCK_M × BLOCK_N), dQ (BLOCK_M × d)
         dict(
-            BLOCK_M=block_m, BLOCK_N=block_n, **backward_kernel_options(block_m, max(block_n, d), q, causal)
+            BLOCK_M=block_m,
+            BLOCK_N=block_n,
+            **backward_kernel_options(block_m, max(block_n, d), q, causal, bounds is not None),
         ),
     )
+
+
+def key_block_rows(mask, tokens: int, block_m: int, block_n: int, device) -> torch.Tensor:
+    """Each key block's query rows under ``mask`` (the tile map read by key block), an int32
+    (key blocks, 4): the first query block that sees one of its keys, the first and the end of
+    those that see all of them (inside T: a last block cut by T is loaded with a mask), and the
+    end. Read once per dkdv program (16 bytes)."""
+    visits = tiles.block_map(mask, tokens, block_m, block_n)
+    whole = tokens // block_m * block_m
+    found = []
+    for n in range(triton.cdiv(tokens, block_n)):
+        seen = [i for i, visit in enumerate(visits) if visit.first <= n < visit.stop]
+        full = [i for i in seen if n not in visits[i].partial]
+        first, stop = seen[0] * block_m, (seen[-1] + 1) * block_m
+        full_lo, full_hi = (full[0] * block_m, (full[-1] + 1) * block_m) if full else (first, first)
+        full_hi = max(first, min(full_hi, whole))
+        full_lo = max(first, min(full_lo, full_hi))
+        found.append((first, full_lo, full_hi, stop))
+    return torch.tensor(found, dtype=torch.int32, device=device)
 
 
 def lse_tensor(q: torch.Tensor) -> torch.Tensor:
@@ -397,27 +489,36 @@ def lse_tensor(q: torch.Tensor) -> torch.Tensor:
 
 
 def forward_saving(
-    q, k, v, causal: bool, block_m: int, block_n: int, num_warps=None, num_stages=None
+    q, k, v, causal: bool, block_m: int, block_n: int, num_warps=None, num_stages=None, mask=None
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
     """O (as ``triton_flash`` computes it, the same bits) and (O, LSE) for the backward."""
     check_triton_device(q)
     o, lse = torch.empty_like(q), lse_tensor(q)
-    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages, lse=lse).run()
+    bounds = row_bounds(mask, q, k)
+    causal = causal and bounds is None
+    launch = attention_fwd_launch(
+        q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages, lse, bounds
+    )
+    launch.run()
     return o, (o, lse)
 
 
 def backward_launches(
-    do, q, k, v, saved, grads, causal: bool, block_m: int, block_n: int, **options
+    do, q, k, v, saved, grads, causal: bool, block_m: int, block_n: int, mask=None, **options
 ) -> list[Launch]:
     """delta, dkdv, dq on ``grads`` = (dQ, dK, dV); D allocated here. ``options`` (the
-    forward's num_warps, num_stages) do not apply: the backward kernels pick their own."""
+    forward's num_warps, num_stages) do not apply: the backward kernels pick their own.
+    ``mask`` beyond causal: both kernels visit only the tiles it keeps."""
     o, lse = saved
     dq, dk, dv = grads
     delta = delta_tensor(o)
+    bounds = row_bounds(mask, q, k)
+    key_rows = None if bounds is None else key_block_rows(mask, k.shape[2], block_m, block_n, q.device)
+    causal = causal and bounds is None
     return [
         delta_launch(o, do, delta),
-        dkdv_launch(q, k, v, do, lse, delta, dk, dv, causal, block_m, block_n),
-        dq_launch(q, k, v, do, lse, delta, dq, causal, block_m, block_n),
+        dkdv_launch(q, k, v, do, lse, delta, dk, dv, causal, block_m, block_n, bounds, key_rows),
+        dq_launch(q, k, v, do, lse, delta, dq, causal, block_m, block_n, bounds),
     ]
 
 
