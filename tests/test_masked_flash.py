@@ -116,6 +116,21 @@ def test_its_backward_visits_the_tiles_the_forward_does(text):
         assert counted.bytes[("dkdv", tensor, "load")] == heads * sum(per_key_block) * d * 4
 
 
+@pytest.mark.parametrize(
+    "text, block_n",
+    [("documents:16", 16), ("documents-full:16", 32), ("documents:32", 16), ("window:16", 32)],
+)
+def test_a_tile_local_softmax_is_exact_exactly_where_no_rows_keys_span_two_tiles(text, block_n):
+    """The seed's lesson under masks: each tile normalized on its own is attention only where
+    every row's run of keys lies inside one key tile (documents aligned to the tiles)."""
+    q, k, v = (x.float() for x in problem(64, 64, 4))
+    mask = masks.parse(text)
+    spans = any(lo // block_n != (hi - 1) // block_n for lo, hi in tiles.row_bounds(mask, 64))
+    got = kernels.attention(q, k, v, impl="triton_tile_softmax", mask=mask, block_m=16, block_n=block_n)
+    error = max_abs(got, reference_float64(q, k, v, causal=False, mask=mask))
+    assert (error > 0.1) if spans else (error < 1e-5), (spans, error)
+
+
 COMPILE_BOUNDED = """
 import json, torch
 from kernels.impl import mode

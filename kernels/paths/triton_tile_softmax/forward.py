@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from kernels.impl.triton.common import check_triton_device
-from kernels.paths.triton_flash.forward import attention_fwd_launch
+from kernels.paths.triton_flash.forward import attention_fwd_launch, row_bounds
 
 
 def planned_launches(q, k, v, *, causal, block_m, block_n):
@@ -35,8 +35,12 @@ def triton_tile_softmax(
     block_n: int,
     *,
     out: torch.Tensor | None = None,
+    mask=None,
 ) -> torch.Tensor:
+    """``mask`` beyond causal: the fused loop's block-sparse walk, each tile still normalized
+    on its own (exact only where no row's run of keys spans two tiles)."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=False).run()
+    bounds = row_bounds(mask, q, k)
+    attention_fwd_launch(q, k, v, o, causal and bounds is None, block_m, block_n, False, bounds=bounds).run()
     return o
