@@ -148,15 +148,18 @@ q, k = q[:, :2], k[:, :1]  # the backward: as many queries as keys
 saved, grads = (torch.empty_like(q), lse_tensor(q)), empty_gradients(q, k, k)
 mask = masks.parse("window:40")
 launches += backward_launches(torch.empty_like(q), q, k, k, saved, grads, False, 64, 64, mask=mask)[1:]
+from kernels.paths.triton_naive.forward import naive_launches, sp_tensors
+s, p = sp_tensors(q, None, k)
+launches += naive_launches(q, k, k, s, p, torch.empty_like(q), False, 64, 64, bounds=bounds)[::2]
 print(json.dumps([compile_variant(launch, t, None) for launch in launches for t in ("sm_80", "sm_90")]))
 """
 
 
 @pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_the_block_sparse_variant_compiles_for_both_targets():
-    """The variants a mask beyond causal launches (the forward, dkdv and dq, reading the runs
-    of keys), as a GPU would build them: no sweep point launches them yet, so no build job
-    compiles them."""
+    """The variants a mask beyond causal launches (the fused forward, dkdv and dq, and the
+    materialized path's scores and P·V, reading the runs of keys), as a GPU would build them:
+    no sweep point launches them yet, so no build job compiles them."""
     done = subprocess.run(
         [sys.executable, "-c", COMPILE_BOUNDED],
         capture_output=True,
@@ -166,7 +169,13 @@ def test_the_block_sparse_variant_compiles_for_both_targets():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     records = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {r["kernel"] for r in records} == {"attention_fwd_kernel", "dkdv_kernel", "dq_kernel"}
+    assert {r["kernel"] for r in records} == {
+        "attention_fwd_kernel",
+        "dkdv_kernel",
+        "dq_kernel",
+        "scores_kernel",
+        "pv_kernel",
+    }
     for record in records:
         assert record["status"] == "ok", record["reason"]
         assert record["constants"]["BOUNDED"] is True

@@ -76,7 +76,10 @@ def test_the_mask_and_causal_agree():
 @pytest.mark.parametrize(
     "call, said",
     [
-        (dict(impl="triton_naive", mask="window:5"), "impl='triton_naive' does not take the mask 'window:5'"),
+        (
+            dict(impl="triton_split_kv", mask="window:5"),
+            "impl='triton_split_kv' does not take the mask 'window:5'",
+        ),
         (dict(impl="sdpa", mask="causal", causal=True), "give one (mask='causal' is causal=True)"),
         (dict(impl="sdpa", mask="prefix:40"), "the prefix of 40 tokens is longer than T = 37"),
         (dict(impl="sdpa", mask="window:0"), "mask 'window:0': the window (keys each query sees) must be"),
@@ -94,7 +97,7 @@ def test_a_mask_a_call_cannot_take_is_refused_saying_why(call, said):
 def test_a_registration_says_which_masks_it_takes():
     """A plugin that says nothing takes full and causal only; one naming an unknown kind is
     refused at registration, listing the kinds."""
-    assert catalog.get("triton_naive").masks == {"full", "causal"}
+    assert catalog.get("triton_split_kv").masks == {"full", "causal"}
     assert catalog.get("torch_naive").masks == set(masks.KINDS)
     with pytest.raises(PluginError, match="the mask kinds are full, causal, window, documents"):
         catalog.implementation("masked_plugin_bogus", stores="none", masks=["sliding"])(

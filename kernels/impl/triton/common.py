@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from kernels import masks
 from kernels.impl.mode import SWITCH
 from kernels.impl.triton.lang import INTERPRET, tl, triton
 from kernels.spec import MAX_GRID_YZ, MAX_SHARED_PER_BLOCK
@@ -109,3 +110,15 @@ def default_stages(block_m: int, block_n: int, head_dim: int, element_bytes: int
         if fitting:
             return fitting[0]
     return PIPELINE_DEPTHS[-1]
+
+
+def row_bounds(mask, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+    """The mask's Triton form: each query row's run of keys [lo, hi) as a contiguous int32
+    (Tq, 2) on q's device (8 bytes a row, read once per program); None for causal and full,
+    which the kernel masks by index."""
+    if mask is None or not masks.beyond_causal(mask):
+        return None
+    T, Tq = k.shape[2], q.shape[2]
+    positions = torch.arange(Tq, device=q.device) + (T - Tq)
+    lo, hi = mask.bounds(positions, T)
+    return torch.stack([lo, hi], dim=1).to(torch.int32).contiguous()

@@ -62,13 +62,14 @@ from kernels.impl.triton.common import (
     check_triton_device,
     dot_in_float32,
     mma,
+    row_bounds,
     sm_scale,
     warps_for,
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.masks import tiles
-from kernels.paths.triton_flash.forward import attention_fwd_launch, row_bounds
+from kernels.paths.triton_flash.forward import attention_fwd_launch
 
 SAVED = ("O", "LSE")
 BACKWARD_STAGES = ("delta", "dkdv", "dq")  # one kernel each, in launch order

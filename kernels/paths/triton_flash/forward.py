@@ -44,12 +44,12 @@ from kernels.impl.triton.common import (
     default_stages,
     dot_in_float32,
     mma,
+    row_bounds,
     sm_scale,
     warps_for,
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.masks import beyond_causal as mask_beyond_causal
 
 
 @triton.jit
@@ -273,18 +273,6 @@ def attention_fwd_launch(
             num_stages=stages,
         ),
     )
-
-
-def row_bounds(mask, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
-    """The mask's Triton form: each query row's run of keys [lo, hi) as a contiguous int32
-    (Tq, 2) on q's device (8 bytes a row, read once per program); None for causal and full,
-    which the kernel masks by index."""
-    if mask is None or not mask_beyond_causal(mask):
-        return None
-    T, Tq = k.shape[2], q.shape[2]
-    positions = torch.arange(Tq, device=q.device) + (T - Tq)
-    lo, hi = mask.bounds(positions, T)
-    return torch.stack([lo, hi], dim=1).to(torch.int32).contiguous()
 
 
 def planned_launches(q, k, v, *, causal, block_m, block_n, num_warps=None, num_stages=None):

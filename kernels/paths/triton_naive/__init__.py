@@ -1,6 +1,6 @@
 """Materialized attention in three Triton launches, scores → softmax → P·V, through global S and P."""
 
-from kernels.catalog import implementation
+from kernels.catalog import EVERY_MASK, implementation
 
 
 @implementation(
@@ -21,6 +21,7 @@ from kernels.catalog import implementation
     backward_flops_model="kernels.paths.triton_naive.backward_model:flops_naive_backward",
     backward_stage_model="kernels.paths.triton_naive.backward_model:backward_stage_costs",
     backward_stages="kernels.paths.triton_naive.backward:backward_stages",
+    masks=EVERY_MASK,  # S and P stored whole whatever the mask keeps (its backward: causal, full)
 )
 def triton_naive(q, k, v, *, causal, block_m, block_n, out=None, **options):
     """S and P are real global tensors, written by one kernel and read back by the next."""

@@ -22,6 +22,7 @@ from kernels.impl.triton.common import (
     check_triton_device,
     dot_in_float32,
     mma,
+    row_bounds,
     sm_scale,
     warps_for,
 )
@@ -35,6 +36,7 @@ def scores_kernel(
     Q,
     K,
     S,
+    BOUNDS,
     scale,
     s_qb,
     s_qh,
@@ -57,10 +59,12 @@ def scores_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """One BLOCK_M×BLOCK_N tile of S = Q·Kᵀ/√d (Tq query rows, T keys, K's head h // GROUP),
     causal-masked with −∞ (row i sees key j ≤ i + T − Tq), stored to S. A tile wholly in the
-    future stores −∞ without loading Q or K."""
+    future stores −∞ without loading Q or K. ``BOUNDED``: row i sees keys BOUNDS[i, 0] ≤ j <
+    BOUNDS[i, 1] instead (kernels.masks), a tile none of its rows sees stored as −∞ alike."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_bh = tl.program_id(2)
@@ -74,7 +78,25 @@ def scores_kernel(
         S + b * s_sb + h * s_sh + offs_m[:, None].to(tl.int64) * s_sm + offs_n[None, :].to(tl.int64) * s_sn
     )
     in_bounds = (offs_m[:, None] < Tq) & (offs_n[None, :] < T)
-    if CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1 + offset:
+    if BOUNDED:
+        live = offs_m < Tq
+        row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
+        row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0)
+        first_key = pid_n * BLOCK_N
+        unseen = tl.max(tl.where(live, row_hi, 0)) <= first_key
+        unseen = unseen | (tl.min(tl.where(live, row_lo, T)) >= first_key + BLOCK_N)
+        if unseen:
+            hidden = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
+            tl.store(s_ptrs, cast(hidden, S.dtype.element_ty), mask=in_bounds)
+        else:
+            q_ptrs = Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd
+            k_ptrs = K + b * s_kb + (h // GROUP) * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
+            q = tl.load(q_ptrs, mask=offs_m[:, None] < Tq, other=0.0)
+            k = tl.load(k_ptrs, mask=offs_n[:, None] < T, other=0.0)
+            s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32) * scale
+            seen = (offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None])
+            tl.store(s_ptrs, cast(tl.where(seen, s, float("-inf")), S.dtype.element_ty), mask=in_bounds)
+    elif CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1 + offset:
         future = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
         tl.store(s_ptrs, cast(future, S.dtype.element_ty), mask=in_bounds)
     else:
@@ -148,6 +170,7 @@ def pv_kernel(
     P,
     V,
     O,
+    BOUNDS,
     s_pb,
     s_ph,
     s_pm,
@@ -169,9 +192,11 @@ def pv_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """O = P·V for BLOCK_M query rows (V's head h // GROUP), streaming key tiles; causal rows
-    stop at the diagonal tile, moved right by T − Tq (P is zero beyond it)."""
+    stop at the diagonal tile, moved right by T − Tq (P is zero beyond it); ``BOUNDED``: the
+    tiles from the block's first row's start to its last row's end (kernels.masks)."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -181,10 +206,17 @@ def pv_kernel(
     p_base = P + b * s_pb + h * s_ph + offs_m[:, None].to(tl.int64) * s_pm
     v_base = V + b * s_vb + (h // GROUP) * s_vh
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    lo = 0
     hi = T
     if CAUSAL:
         hi = tl.minimum(T, (pid_m + 1) * BLOCK_M + T - Tq)
-    for start_n in range(0, hi, BLOCK_N):
+    if BOUNDED:
+        live = offs_m < Tq
+        lo = (
+            tl.min(tl.where(live, tl.load(BOUNDS + 2 * offs_m, mask=live, other=0), T)) // BLOCK_N
+        ) * BLOCK_N
+        hi = tl.max(tl.where(live, tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0), 0))
+    for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         p = tl.load(
             p_base + offs_n[None, :].to(tl.int64) * s_pn,
@@ -211,18 +243,21 @@ def kv_group(q: torch.Tensor, k: torch.Tensor) -> int:
     return H // Hkv
 
 
-def scores_launch(q, k, s, causal: bool, block_m: int, block_n: int) -> Launch:
+def scores_launch(q, k, s, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
+    """``bounds``: each query row's run of keys under a mask beyond causal (``row_bounds``)."""
     B, H, Tq, d = q.shape
     T = k.shape[2]
+    runs = s if bounds is None else bounds  # S stands in for the pointer a causal launch ignores
     return Launch(
         scores_kernel,
         (triton.cdiv(Tq, block_m), triton.cdiv(T, block_n), B * H),
-        (q, k, s, sm_scale(d), *q.stride(), *k.stride(), *s.stride(), H, Tq, T, kv_group(q, k)),
+        (q, k, s, runs, sm_scale(d), *q.stride(), *k.stride(), *s.stride(), H, Tq, T, kv_group(q, k)),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
             BLOCK_N=block_n,
             CAUSAL=causal,
+            BOUNDED=bounds is not None,
             DOT_F32=dot_in_float32(q.dtype),
             num_warps=warps_for(block_m, block_n),
         ),
@@ -248,18 +283,31 @@ def softmax_launch(s, p, max_row_block: int = MAX_ROW_BLOCK) -> Launch:
     )
 
 
-def pv_launch(p, v, o, causal: bool, block_m: int, block_n: int) -> Launch:
+def pv_launch(p, v, o, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
     B, H, Tq, T = p.shape
     d = v.shape[3]
     return Launch(
         pv_kernel,
         (triton.cdiv(Tq, block_m), B * H),
-        (p, v, o, *p.stride(), *v.stride(), *o.stride(), H, Tq, T, kv_group(o, v)),
+        (
+            p,
+            v,
+            o,
+            o if bounds is None else bounds,
+            *p.stride(),
+            *v.stride(),
+            *o.stride(),
+            H,
+            Tq,
+            T,
+            kv_group(o, v),
+        ),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
             BLOCK_N=block_n,
             CAUSAL=causal,
+            BOUNDED=bounds is not None,
             DOT_F32=dot_in_float32(p.dtype, v.dtype),
             num_warps=warps_for(block_m, block_n),
         ),
@@ -267,13 +315,23 @@ def pv_launch(p, v, o, causal: bool, block_m: int, block_n: int) -> Launch:
 
 
 def naive_launches(
-    q, k, v, s, p, o, causal: bool, block_m: int, block_n: int, max_row_block: int = MAX_ROW_BLOCK
+    q,
+    k,
+    v,
+    s,
+    p,
+    o,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    max_row_block: int = MAX_ROW_BLOCK,
+    bounds=None,
 ) -> list[Launch]:
     """The three launches, in order, given the S, P and O tensors they write."""
     return [
-        scores_launch(q, k, s, causal, block_m, block_n),
+        scores_launch(q, k, s, causal, block_m, block_n, bounds),
         softmax_launch(s, p, max_row_block),
-        pv_launch(p, v, o, causal, block_m, block_n),
+        pv_launch(p, v, o, causal, block_m, block_n, bounds),
     ]
 
 
@@ -320,11 +378,15 @@ def triton_naive(
     out: torch.Tensor | None = None,
     return_intermediates: bool = False,
     max_row_block: int = MAX_ROW_BLOCK,
+    mask=None,
 ):
-    """Three launches through global S and P. With ``return_intermediates`` returns (S, P, O)."""
+    """Three launches through global S and P. With ``return_intermediates`` returns (S, P, O).
+    Under ``mask`` S and P are still stored whole, the hidden scores as −∞ and 0."""
     check_triton_device(q)
     s, p = sp_tensors(q, sp_dtype, k)
     o = torch.empty_like(q) if out is None else out
-    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block):
+    bounds = row_bounds(mask, q, k)
+    causal = causal and bounds is None
+    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block, bounds):
         launch.run()
     return (s, p, o) if return_intermediates else o

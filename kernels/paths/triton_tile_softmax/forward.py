@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels.impl.triton.common import check_triton_device
-from kernels.paths.triton_flash.forward import attention_fwd_launch, row_bounds
+from kernels.impl.triton.common import check_triton_device, row_bounds
+from kernels.paths.triton_flash.forward import attention_fwd_launch
 
 
 def planned_launches(q, k, v, *, causal, block_m, block_n):
