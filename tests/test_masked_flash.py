@@ -151,6 +151,8 @@ launches += backward_launches(torch.empty_like(q), q, k, k, saved, grads, False,
 from kernels.paths.triton_naive.forward import naive_launches, sp_tensors
 s, p = sp_tensors(q, None, k)
 launches += naive_launches(q, k, k, s, p, torch.empty_like(q), False, 64, 64, bounds=bounds)[::2]
+from kernels.paths.triton_s_only.forward import s_only_launches, s_only_tensors
+launches += s_only_launches(q, k, k, *s_only_tensors(q, k), torch.empty_like(q), False, 64, 64, bounds)[1:]
 print(json.dumps([compile_variant(launch, t, None) for launch in launches for t in ("sm_80", "sm_90")]))
 """
 
@@ -174,6 +176,7 @@ def test_the_block_sparse_variant_compiles_for_both_targets():
         "dkdv_kernel",
         "dq_kernel",
         "scores_kernel",
+        "stats_kernel",
         "pv_kernel",
     }
     for record in records:

@@ -1,6 +1,6 @@
 """Attention that stores S but never P, in three Triton launches: scores → stats → S·V."""
 
-from kernels.catalog import implementation
+from kernels.catalog import EVERY_MASK, implementation
 from kernels.spec import TRITON_TWIN
 
 
@@ -21,10 +21,11 @@ from kernels.spec import TRITON_TWIN
     kept_model="kernels.paths.triton_s_only.model:kept",
     backward_flops_model="kernels.paths.triton_s_only.backward_model:flops_s_only_backward",
     backward_stage_model="kernels.paths.triton_s_only.backward_model:backward_stage_costs",
+    masks=EVERY_MASK,  # S stored whole whatever the mask keeps (its backward: causal, full)
 )
-def triton_s_only(q, k, v, *, causal, block_m, block_n, out=None):
+def triton_s_only(q, k, v, *, causal, block_m, block_n, out=None, mask=None):
     """S is a real global tensor, read twice (the rows' softmax statistics, then S·V); P is
     made in registers and never stored."""
     from kernels.paths.triton_s_only.forward import triton_s_only as run
 
-    return run(q, k, v, causal, block_m, block_n, out=out)
+    return run(q, k, v, causal, block_m, block_n, out=out, mask=mask)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, warps_for
+from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, row_bounds, warps_for
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.paths.triton_naive.forward import kv_group, scores_launch
@@ -55,6 +55,17 @@ def unmasked_end(first_row, hi, T, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr)
 
 
 @triton.jit
+def bounded_keys(BOUNDS, offs_m, Tq, T, BLOCK_N: tl.constexpr):
+    """[lo, hi): the keys a query block's runs span (kernels.masks), lo at a tile's start:
+    from its first row's run start to its last row's run end."""
+    live = offs_m < Tq
+    row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
+    lo = (tl.min(tl.where(live, row_lo, T)) // BLOCK_N) * BLOCK_N
+    hi = tl.max(tl.where(live, tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0), 0))
+    return lo, hi
+
+
+@triton.jit
 def stats_tiles(
     m_i,
     l_i,
@@ -67,8 +78,10 @@ def stats_tiles(
     T,
     BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
-    """S's key tiles [lo, hi) into the running maximum and sum; masks only when ``MASKED``."""
+    """S's key tiles [lo, hi) into the running maximum and sum; masks only when ``MASKED``.
+    ``BOUNDED``: a row may have seen no key yet (its run starts further right): −∞ so far."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         s_ptrs = s_rows + offs_n[None, :].to(tl.int64) * s_sn
@@ -79,7 +92,10 @@ def stats_tiles(
         else:
             s = tl.load(s_ptrs).to(tl.float32)
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(s - m_new[:, None]), axis=1)
+        m_use = m_new
+        if BOUNDED:
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        l_i = l_i * tl.exp(m_i - m_use) + tl.sum(tl.exp(s - m_use[:, None]), axis=1)
         m_i = m_new
     return m_i, l_i
 
@@ -89,6 +105,7 @@ def stats_kernel(
     S,
     M,
     L,
+    BOUNDS,
     s_sb,
     s_sh,
     s_sm,
@@ -105,10 +122,12 @@ def stats_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """Each row's max m and sum l = Σ exp(s − m) over its stored scores, for BLOCK_M of the
     Tq rows, streaming BLOCK_N-wide tiles of S (causal: up to the block's diagonal tile,
-    T − Tq to the right of the square problem's)."""
+    T − Tq to the right of the square problem's; ``BOUNDED``: the tiles of the block's runs
+    of keys, read from BOUNDS, ``bounded_keys``)."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -118,12 +137,18 @@ def stats_kernel(
     s_rows = S + b * s_sb + h * s_sh + offs_m[:, None].to(tl.int64) * s_sm
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    hi = T
-    if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M + T - Tq)
-    whole = unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N)
-    m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, 0, whole, Tq, T, BLOCK_N, False)
-    m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, whole, hi, Tq, T, BLOCK_N, True)
+    if BOUNDED:  # the tiles of the block's runs of keys (S holds −∞ where they are hidden)
+        lo, hi = bounded_keys(BOUNDS, offs_m, Tq, T, BLOCK_N)
+        whole = tl.maximum(lo, unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N))
+        m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, lo, whole, Tq, T, BLOCK_N, False, True)
+        m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, whole, hi, Tq, T, BLOCK_N, True, True)
+    else:
+        hi = T
+        if CAUSAL:
+            hi = tl.minimum(T, first_row + BLOCK_M + T - Tq)
+        whole = unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N)
+        m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, 0, whole, Tq, T, BLOCK_N, False, False)
+        m_i, l_i = stats_tiles(m_i, l_i, s_rows, s_sn, offs_m, whole, hi, Tq, T, BLOCK_N, True, False)
     rows = offs_m.to(tl.int64)
     tl.store(M + b * s_mb + h * s_mh + rows * s_mt, m_i, mask=offs_m < Tq)
     tl.store(L + b * s_lb + h * s_lh + rows * s_lt, l_i, mask=offs_m < Tq)
@@ -173,6 +198,7 @@ def pv_kernel(
     L,
     V,
     O,
+    BOUNDS,
     s_sb,
     s_sh,
     s_sm,
@@ -200,9 +226,11 @@ def pv_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """O = softmax(S)·V for BLOCK_M query rows (V's head h // GROUP), streaming S's tiles a
-    second time with the rows' m and l: p = exp(s − m)/l lives only in registers.
+    second time with the rows' m and l: p = exp(s − m)/l lives only in registers (the tiles
+    ``bounded_keys`` gives under a mask, as stats visits them).
 
     p is rounded to V's dtype before the product, as triton_naive rounds the P it stores to
     the input dtype: the two then differ only in where P lives (registers here, global
@@ -226,42 +254,50 @@ def pv_kernel(
     s_rows = S + b * s_sb + h * s_sh + rows[:, None] * s_sm
     v_base = V + b * s_vb + (h // GROUP) * s_vh
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    hi = T
-    if CAUSAL:
-        hi = tl.minimum(T, first_row + BLOCK_M + T - Tq)
-    whole = unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N)
     # fmt: off
     state = (m_i, l_i, s_rows, s_sn, v_base, s_vt, s_vd, offs_m, offs_d)
-    acc = pv_tiles(acc, *state, 0, whole, Tq, T, BLOCK_N, False, DOT_F32)
-    acc = pv_tiles(acc, *state, whole, hi, Tq, T, BLOCK_N, True, DOT_F32)
+    if BOUNDED:  # the tiles stats visited
+        lo, hi = bounded_keys(BOUNDS, offs_m, Tq, T, BLOCK_N)
+        whole = tl.maximum(lo, unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N))
+        acc = pv_tiles(acc, *state, lo, whole, Tq, T, BLOCK_N, False, DOT_F32)
+        acc = pv_tiles(acc, *state, whole, hi, Tq, T, BLOCK_N, True, DOT_F32)
+    else:
+        hi = T
+        if CAUSAL:
+            hi = tl.minimum(T, first_row + BLOCK_M + T - Tq)
+        whole = unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M, BLOCK_N)
+        acc = pv_tiles(acc, *state, 0, whole, Tq, T, BLOCK_N, False, DOT_F32)
+        acc = pv_tiles(acc, *state, whole, hi, Tq, T, BLOCK_N, True, DOT_F32)
     # fmt: on
     o_ptrs = O + b * s_ob + h * s_oh + rows[:, None] * s_ot + offs_d[None, :] * s_od
     tl.store(o_ptrs, cast(acc, O.dtype.element_ty), mask=offs_m[:, None] < Tq)
 
 
-def stats_launch(s, m, l, causal: bool, block_m: int, block_n: int) -> Launch:
+def stats_launch(s, m, l, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
     B, H, Tq, T = s.shape
+    options = dict(BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, BOUNDED=bounds is not None)
     return Launch(
         stats_kernel,
         (triton.cdiv(Tq, block_m), B * H),
-        (s, m, l, *s.stride(), *m.stride(), *l.stride(), H, Tq, T),
-        dict(BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=warps_for(block_m, block_n)),
+        (s, m, l, m if bounds is None else bounds, *s.stride(), *m.stride(), *l.stride(), H, Tq, T),
+        options | {"num_warps": warps_for(block_m, block_n)},
     )
 
 
-def pv_launch(s, m, l, v, o, causal: bool, block_m: int, block_n: int) -> Launch:
+def pv_launch(s, m, l, v, o, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
     B, H, Tq, T = s.shape
     d = v.shape[3]
     strides = (*s.stride(), *m.stride(), *l.stride(), *v.stride(), *o.stride())
     return Launch(
         pv_kernel,
         (triton.cdiv(Tq, block_m), B * H),
-        (s, m, l, v, o, *strides, H, Tq, T, kv_group(o, v)),
+        (s, m, l, v, o, o if bounds is None else bounds, *strides, H, Tq, T, kv_group(o, v)),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
             BLOCK_N=block_n,
             CAUSAL=causal,
+            BOUNDED=bounds is not None,
             DOT_F32=dot_in_float32(v.dtype),
             # its register tiles: the scores (BLOCK_M × BLOCK_N) and the output (BLOCK_M × d)
             num_warps=warps_for(block_m, max(block_n, d)),
@@ -269,12 +305,15 @@ def pv_launch(s, m, l, v, o, causal: bool, block_m: int, block_n: int) -> Launch
     )
 
 
-def s_only_launches(q, k, v, s, m, l, o, causal: bool, block_m: int, block_n: int) -> list[Launch]:
-    """The three launches, in order, given the S, M, L and O tensors they write."""
+def s_only_launches(
+    q, k, v, s, m, l, o, causal: bool, block_m: int, block_n: int, bounds=None
+) -> list[Launch]:
+    """The three launches, in order, given the S, M, L and O tensors they write; ``bounds``:
+    each query row's run of keys under a mask beyond causal (``row_bounds``)."""
     return [
-        scores_launch(q, k, s, causal, block_m, block_n),
-        stats_launch(s, m, l, causal, block_m, block_n),
-        pv_launch(s, m, l, v, o, causal, block_m, block_n),
+        scores_launch(q, k, s, causal, block_m, block_n, bounds),
+        stats_launch(s, m, l, causal, block_m, block_n, bounds),
+        pv_launch(s, m, l, v, o, causal, block_m, block_n, bounds),
     ]
 
 
@@ -312,11 +351,15 @@ def triton_s_only(
     block_n: int,
     *,
     out: torch.Tensor | None = None,
+    mask=None,
 ) -> torch.Tensor:
-    """Exact attention through a global S and the rows' softmax statistics; P is never stored."""
+    """Exact attention through a global S and the rows' softmax statistics; P is never stored.
+    Under ``mask`` S is still stored whole, the hidden scores as −∞."""
     check_triton_device(q)
     s, m, l = s_only_tensors(q, k)
     o = torch.empty_like(q) if out is None else out
-    for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n):
+    bounds = row_bounds(mask, q, k)
+    causal = causal and bounds is None
+    for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n, bounds):
         launch.run()
     return o
