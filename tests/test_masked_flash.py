@@ -1,8 +1,9 @@
-"""The fused kernel under every mask (Triton's interpreter): exact against the float64
+"""The fused kernels under every mask (Triton's interpreter): exact against the float64
 definition within FlashAttention's bound, at odd T, with fewer queries than keys and grouped
-heads; block sparse, counted: it loads K and V for exactly the key tiles the mask's map says a
-block visits (kernels.masks.tiles), and each row's run of keys once per program; its backward,
-which masks by index only, refuses the masks beyond causal."""
+heads; block sparse, counted: the forward loads K and V for exactly the key tiles the mask's
+map says a block visits (kernels.masks.tiles), and each row's run of keys once per program;
+the backward walks the same map; the tile-local softmax is exact exactly where no row's run
+spans two tiles; the split-KV decode kernel reads only its chunks' part of the runs."""
 
 from __future__ import annotations
 
@@ -131,6 +132,31 @@ def test_a_tile_local_softmax_is_exact_exactly_where_no_rows_keys_span_two_tiles
     assert (error > 0.1) if spans else (error < 1e-5), (spans, error)
 
 
+@pytest.mark.parametrize("text", ["window:5", "documents:9", "documents-full:8", "prefix:13"])
+@pytest.mark.parametrize("shape", [(100, 1, 2), (77, 7, 2)], ids=["decode", "7 queries"])
+def test_the_split_kv_kernel_is_exact_under_every_mask(text, shape):
+    q, k, v = problem(*shape)
+    mask = masks.parse(text)
+    expected = reference_float64(q, k, v, causal=False, mask=mask)
+    bound = 2 * max_abs(kernels.attention(q, k, v, impl="torch_naive", mask=mask), expected) + 1e-5
+    got = kernels.attention(q, k, v, impl="triton_split_kv", mask=mask, block_m=16, block_n=16, num_splits=3)
+    assert torch.isfinite(got).all() and max_abs(got, expected) <= bound
+
+
+def test_a_window_at_decode_reads_only_the_tiles_of_its_last_keys():
+    """One query at T = 100, 2 K/V heads: a 5-key window reads keys 80–99 (the tiles holding
+    keys 95–99), causal all 100, whatever the split."""
+    q, k, v = problem(100, 1, 2)
+    read = {}
+    for text in ("window:5", "causal"):
+        with count_traffic() as counted:
+            kernels.attention(
+                q, k, v, impl="triton_split_kv", mask=text, block_m=16, block_n=16, num_splits=3
+            )
+        read[text] = counted.bytes[("split_kv_partial", "K", "load")]
+    assert read == {"window:5": 2 * 20 * 16 * 2, "causal": 2 * 100 * 16 * 2}
+
+
 COMPILE_BOUNDED = """
 import json, torch
 from kernels.impl import mode
@@ -153,15 +179,19 @@ s, p = sp_tensors(q, None, k)
 launches += naive_launches(q, k, k, s, p, torch.empty_like(q), False, 64, 64, bounds=bounds)[::2]
 from kernels.paths.triton_s_only.forward import s_only_launches, s_only_tensors
 launches += s_only_launches(q, k, k, *s_only_tensors(q, k), torch.empty_like(q), False, 64, 64, bounds)[1:]
+from kernels.paths.triton_split_kv.forward import split_kv_launches
+decode = q[:, :, :1]
+launches += split_kv_launches(decode, k, k, torch.empty_like(decode), False, 16, 64, None, bounds[:1])[:1]
 print(json.dumps([compile_variant(launch, t, None) for launch in launches for t in ("sm_80", "sm_90")]))
 """
 
 
 @pytest.mark.preflight  # make preflight (CI): compiles for GPU targets
 def test_the_block_sparse_variant_compiles_for_both_targets():
-    """The variants a mask beyond causal launches (the fused forward, dkdv and dq, and the
-    materialized path's scores and P·V, reading the runs of keys), as a GPU would build them:
-    no sweep point launches them yet, so no build job compiles them."""
+    """The variants a mask beyond causal launches (the fused forward, dkdv and dq, the
+    materialized paths' scores, statistics and P·V, the split-KV partials, each reading the
+    runs of keys), as a GPU would build them: no sweep point launches them yet, so no build
+    job compiles them."""
     done = subprocess.run(
         [sys.executable, "-c", COMPILE_BOUNDED],
         capture_output=True,
@@ -178,6 +208,7 @@ def test_the_block_sparse_variant_compiles_for_both_targets():
         "scores_kernel",
         "stats_kernel",
         "pv_kernel",
+        "split_kv_partial_kernel",
     }
     for record in records:
         assert record["status"] == "ok", record["reason"]

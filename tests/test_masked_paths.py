@@ -76,10 +76,6 @@ def test_the_mask_and_causal_agree():
 @pytest.mark.parametrize(
     "call, said",
     [
-        (
-            dict(impl="triton_split_kv", mask="window:5"),
-            "impl='triton_split_kv' does not take the mask 'window:5'",
-        ),
         (dict(impl="sdpa", mask="causal", causal=True), "give one (mask='causal' is causal=True)"),
         (dict(impl="sdpa", mask="prefix:40"), "the prefix of 40 tokens is longer than T = 37"),
         (dict(impl="sdpa", mask="window:0"), "mask 'window:0': the window (keys each query sees) must be"),
@@ -94,13 +90,22 @@ def test_a_mask_a_call_cannot_take_is_refused_saying_why(call, said):
     assert said in str(refused.value)
 
 
-def test_a_registration_says_which_masks_it_takes():
-    """A plugin that says nothing takes full and causal only; one naming an unknown kind is
-    refused at registration, listing the kinds."""
-    assert catalog.get("triton_split_kv").masks == {"full", "causal"}
+def test_a_registration_says_which_masks_it_takes(monkeypatch):
+    """A plugin that says nothing takes full and causal only, and a call under another mask
+    is refused naming its registration; one naming an unknown kind is refused at
+    registration, listing the kinds."""
+    monkeypatch.setattr(catalog, "_registered", dict(catalog._registered))  # the plugins go with the test
+
+    def plain(q, k, v, *, causal):
+        return q.clone()
+
+    catalog.implementation("masked_plugin_plain", stores="none")(plain)
+    assert catalog.get("masked_plugin_plain").masks == {"full", "causal"}
     assert catalog.get("torch_naive").masks == set(masks.KINDS)
+    q, k, v = problem(torch.float32)
+    assert torch.equal(kernels.attention(q, k, v, impl="masked_plugin_plain", mask="causal"), q)
+    with pytest.raises(ValueError, match="impl='masked_plugin_plain' does not take the mask 'window:5' .its"):
+        kernels.attention(q, k, v, impl="masked_plugin_plain", mask="window:5")
     with pytest.raises(PluginError, match="the mask kinds are full, causal, window, documents"):
-        catalog.implementation("masked_plugin_bogus", stores="none", masks=["sliding"])(
-            lambda q, k, v, *, causal: q
-        )
+        catalog.implementation("masked_plugin_bogus", stores="none", masks=["sliding"])(plain)
     assert "masked_plugin_bogus" not in catalog.names()

@@ -1,7 +1,7 @@
 """Split-KV attention ("flash-decoding"): the keys cut into chunks attended in parallel, the
 chunks' partial results merged exactly by their log-sum-exps; fills a GPU at decode."""
 
-from kernels.catalog import implementation
+from kernels.catalog import EVERY_MASK, implementation
 from kernels.spec import TRITON_TWIN
 
 
@@ -20,9 +20,10 @@ from kernels.spec import TRITON_TWIN
     no_backward="a decode kernel: inference only (it keeps nothing a backward would need)",
     split_keys=True,
     programs_model="kernels.paths.triton_split_kv.model:programs",
+    masks=EVERY_MASK,  # each program reads its chunk's part of the queries' runs of keys
 )
-def triton_split_kv(q, k, v, *, causal, block_m, block_n, out=None, num_splits=None):
+def triton_split_kv(q, k, v, *, causal, block_m, block_n, out=None, num_splits=None, mask=None):
     """Partials over chunks of the keys, then their merge; exact."""
     from kernels.paths.triton_split_kv.forward import triton_split_kv as run
 
-    return run(q, k, v, causal, block_m, block_n, out=out, num_splits=num_splits)
+    return run(q, k, v, causal, block_m, block_n, out=out, num_splits=num_splits, mask=mask)

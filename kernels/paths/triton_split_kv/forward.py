@@ -36,6 +36,7 @@ from kernels.impl.triton.common import (
     default_stages,
     dot_in_float32,
     mma,
+    row_bounds,
     sm_scale,
     warps_for,
 )
@@ -55,6 +56,7 @@ def split_kv_partial_kernel(
     O_partial,
     M,
     L,
+    BOUNDS,
     qk_scale_log2,
     s_qb,
     s_qh,
@@ -79,6 +81,7 @@ def split_kv_partial_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_bk = tl.program_id(1).to(tl.int64)
@@ -97,6 +100,12 @@ def split_kv_partial_kernel(
     hi = tl.minimum(T, lo + CHUNK)
     if CAUSAL:  # no tile past the block's deepest query
         hi = tl.minimum(hi, tl.max(tl.where(live, position, -1), axis=0) + 1)
+    if BOUNDED:  # the chunk's part of the block's runs of keys (kernels.masks), from a whole tile
+        row_lo = tl.load(BOUNDS + 2 * (offs_r % QUERIES), mask=live, other=0)
+        row_hi = tl.load(BOUNDS + 2 * (offs_r % QUERIES) + 1, mask=live, other=0)
+        first = (tl.min(tl.where(live, row_lo, T), axis=0) - lo) // BLOCK_N * BLOCK_N + lo
+        lo = tl.maximum(lo, first)
+        hi = tl.minimum(hi, tl.max(tl.where(live, row_hi, 0), axis=0))
     k_base = K + b * s_kb + kv * s_kh
     v_base = V + b * s_vb + kv * s_vh
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
@@ -110,6 +119,8 @@ def split_kv_partial_kernel(
         visible = inside[None, :]
         if CAUSAL:
             visible = visible & (offs_n[None, :] <= position[:, None])
+        if BOUNDED:
+            visible = visible & (offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None])
         s = tl.where(visible, s, float("-inf"))
         v = tl.load(v_base + offs_n[:, None] * s_vt + offs_d[None, :] * s_vd, mask=inside[:, None], other=0.0)
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
@@ -184,9 +195,10 @@ def partials(q: torch.Tensor, splits: int) -> tuple[torch.Tensor, torch.Tensor, 
 
 
 def split_kv_launches(
-    q, k, v, o, causal: bool, block_m: int, block_n: int, num_splits: int | None = None
+    q, k, v, o, causal: bool, block_m: int, block_n: int, num_splits: int | None = None, bounds=None
 ) -> list[Launch]:
-    """The partial and merge launches of one call writing ``o``."""
+    """The partial and merge launches of one call writing ``o``; ``bounds``: each query's run
+    of keys under a mask beyond causal (``row_bounds``): a chunk the runs miss loads nothing."""
     B, H, Tq, d = q.shape
     kv_heads, T = k.shape[1], k.shape[2]
     group = H // kv_heads
@@ -195,7 +207,8 @@ def split_kv_launches(
     partial = Launch(
         split_kv_partial_kernel,
         (cdiv(group * Tq, block_m), B * kv_heads, splits),
-        (q, k, v, o_partial, m, l, sm_scale(d) * LOG2E, *q.stride(), *k.stride(), *v.stride())
+        (q, k, v, o_partial, m, l, m if bounds is None else bounds, sm_scale(d) * LOG2E)
+        + (*q.stride(), *k.stride(), *v.stride())
         + (kv_heads, group, Tq, T, chunk, splits),
         dict(
             HEAD_DIM=d,
@@ -203,6 +216,7 @@ def split_kv_launches(
             BLOCK_N=block_n,
             CAUSAL=causal,
             DOT_F32=dot_in_float32(q.dtype),
+            BOUNDED=bounds is not None,
             num_warps=warps_for(block_m, max(block_n, d)),
             num_stages=default_stages(block_m, block_n, d, q.element_size()),
         ),
@@ -234,10 +248,14 @@ def triton_split_kv(
     *,
     out: torch.Tensor | None = None,
     num_splits: int | None = None,
+    mask=None,
 ) -> torch.Tensor:
-    """Exact attention, the keys split across programs and merged (see the module's doc)."""
+    """Exact attention, the keys split across programs and merged (see the module's doc);
+    under ``mask`` each program reads only its chunk's part of the queries' runs of keys."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    for launch in split_kv_launches(q, k, v, o, causal, block_m, block_n, num_splits):
+    bounds = row_bounds(mask, q, k)
+    causal = causal and bounds is None
+    for launch in split_kv_launches(q, k, v, o, causal, block_m, block_n, num_splits, bounds):
         launch.run()
     return o
