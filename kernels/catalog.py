@@ -189,21 +189,11 @@ class Implementation:
 
     def mask_refusal(self, mask: masks.Mask) -> str | None:
         """Why it cannot run under ``mask``, or None."""
-        if mask.KIND in self.masks:
-            return None
-        return (
-            f"impl={self.name!r} does not take the mask {mask.spelled()!r} (its registration's "
-            f"masks= lists {', '.join(sorted(self.masks))})"
-        )
+        return _mask_refusal(mask, self.masks, f"impl={self.name!r}", "masks")
 
     def backward_mask_refusal(self, mask: masks.Mask) -> str | None:
         """Why its backward cannot run under ``mask``, or None."""
-        if mask.KIND in self.backward_masks:
-            return None
-        return (
-            f"impl={self.name!r}'s backward does not take the mask {mask.spelled()!r} (its "
-            f"registration's backward_masks= lists {', '.join(sorted(self.backward_masks))})"
-        )
+        return _mask_refusal(mask, self.backward_masks, f"impl={self.name!r}'s backward", "backward_masks")
 
     def backward_reason(self) -> str | None:
         """Why a gradient cannot be taken through it, or None where it can."""
@@ -363,6 +353,15 @@ def _names_of(options: Iterable[str], name: str, field: str = "options") -> froz
     if isinstance(options, str) or not all(isinstance(o, str) for o in options):
         raise PluginError(f"implementation {name!r}: {field}={options!r}; give a list of names")
     return frozenset(options)
+
+
+def _mask_refusal(mask: masks.Mask, kinds: frozenset[str], who: str, field: str) -> str | None:
+    if mask.KIND in kinds:
+        return None
+    return (
+        f"{who} does not take the mask {mask.spelled()!r} (its registration's {field}= lists "
+        f"{', '.join(sorted(kinds))})"
+    )
 
 
 def _mask_kinds(kinds: Iterable[str], name: str) -> frozenset[str]:

@@ -69,7 +69,7 @@ from kernels.impl.triton.common import (
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.masks import tiles
-from kernels.paths.triton_flash.forward import attention_fwd_launch
+from kernels.paths.triton_flash.forward import attention_fwd_launch, visited_tiles
 
 SAVED = ("O", "LSE")
 BACKWARD_STAGES = ("delta", "dkdv", "dq")  # one kernel each, in launch order
@@ -370,12 +370,7 @@ def dq_kernel(
     if BOUNDED:  # as the forward: masked tiles on either side of the run every row sees whole
         row_lo = tl.load(BOUNDS + 2 * offs_m, mask=rows, other=0)
         row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=rows, other=0)
-        first = (tl.min(tl.where(rows, row_lo, T)) // BLOCK_N) * BLOCK_N
-        stop = tl.max(tl.where(rows, row_hi, 0))
-        full_lo = tl.cdiv(tl.max(tl.where(rows, row_lo, 0)), BLOCK_N) * BLOCK_N
-        full_hi = (tl.min(tl.where(rows, row_hi, T)) // BLOCK_N) * BLOCK_N
-        whole_lo = tl.where(full_lo < full_hi, full_lo, first)
-        whole_hi = tl.where(full_lo < full_hi, full_hi, first)
+        first, whole_lo, whole_hi, stop = visited_tiles(row_lo, row_hi, rows, T, BLOCK_N)
         runs = (T, qk_scale_log2, row_lo, row_hi)
         dq = dq_tiles(dq, *state, first, whole_lo, *runs, BLOCK_M, BLOCK_N, True, False, DOT_F32, True)
         dq = dq_tiles(dq, *state, whole_lo, whole_hi, *runs, BLOCK_M, BLOCK_N, False, False, DOT_F32, True)

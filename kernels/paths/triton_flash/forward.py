@@ -125,6 +125,20 @@ def attend_tiles(
 
 
 @triton.jit
+def visited_tiles(row_lo, row_hi, live, T, BLOCK_N: tl.constexpr):
+    """(first, whole_lo, whole_hi, stop): the key tiles a block of rows with these runs of keys
+    visits (kernels.masks.tiles.block_map), [first, stop), and among them those every live row
+    sees whole, [whole_lo, whole_hi) (empty, at ``first``, where there are none)."""
+    first = (tl.min(tl.where(live, row_lo, T)) // BLOCK_N) * BLOCK_N
+    stop = tl.max(tl.where(live, row_hi, 0))
+    full_lo = tl.cdiv(tl.max(tl.where(live, row_lo, 0)), BLOCK_N) * BLOCK_N
+    full_hi = (tl.min(tl.where(live, row_hi, T)) // BLOCK_N) * BLOCK_N
+    whole_lo = tl.where(full_lo < full_hi, full_lo, first)
+    whole_hi = tl.where(full_lo < full_hi, full_hi, first)
+    return first, whole_lo, whole_hi, stop
+
+
+@triton.jit
 def attention_fwd_kernel(
     Q,
     K,
@@ -192,12 +206,7 @@ def attention_fwd_kernel(
         live = offs_m < Tq
         row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
         row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0)
-        first = (tl.min(tl.where(live, row_lo, T)) // BLOCK_N) * BLOCK_N
-        stop = tl.max(tl.where(live, row_hi, 0))
-        full_lo = tl.cdiv(tl.max(tl.where(live, row_lo, 0)), BLOCK_N) * BLOCK_N
-        full_hi = (tl.min(tl.where(live, row_hi, T)) // BLOCK_N) * BLOCK_N
-        whole_lo = tl.where(full_lo < full_hi, full_lo, first)
-        whole_hi = tl.where(full_lo < full_hi, full_hi, first)
+        first, whole_lo, whole_hi, stop = visited_tiles(row_lo, row_hi, live, T, BLOCK_N)
         runs = (T, offset, qk_scale_log2, row_lo, row_hi)
         acc, l_i, m_i = attend_tiles(acc, l_i, m_i, *state, first, whole_lo, *runs, BLOCK_M, BLOCK_N,
                                      True, False, CARRY_STATS, DOT_F32, True)

@@ -78,27 +78,16 @@ def scores_kernel(
         S + b * s_sb + h * s_sh + offs_m[:, None].to(tl.int64) * s_sm + offs_n[None, :].to(tl.int64) * s_sn
     )
     in_bounds = (offs_m[:, None] < Tq) & (offs_n[None, :] < T)
-    if BOUNDED:
+    unseen = CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1 + offset
+    if BOUNDED:  # a tile none of its rows sees: its rows' runs end before it or start after it
         live = offs_m < Tq
         row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
         row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0)
-        first_key = pid_n * BLOCK_N
-        unseen = tl.max(tl.where(live, row_hi, 0)) <= first_key
-        unseen = unseen | (tl.min(tl.where(live, row_lo, T)) >= first_key + BLOCK_N)
-        if unseen:
-            hidden = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-            tl.store(s_ptrs, cast(hidden, S.dtype.element_ty), mask=in_bounds)
-        else:
-            q_ptrs = Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd
-            k_ptrs = K + b * s_kb + (h // GROUP) * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
-            q = tl.load(q_ptrs, mask=offs_m[:, None] < Tq, other=0.0)
-            k = tl.load(k_ptrs, mask=offs_n[:, None] < T, other=0.0)
-            s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32) * scale
-            seen = (offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None])
-            tl.store(s_ptrs, cast(tl.where(seen, s, float("-inf")), S.dtype.element_ty), mask=in_bounds)
-    elif CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1 + offset:
-        future = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        tl.store(s_ptrs, cast(future, S.dtype.element_ty), mask=in_bounds)
+        unseen = tl.max(tl.where(live, row_hi, 0)) <= pid_n * BLOCK_N
+        unseen = unseen | (tl.min(tl.where(live, row_lo, T)) >= pid_n * BLOCK_N + BLOCK_N)
+    if unseen:
+        hidden = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
+        tl.store(s_ptrs, cast(hidden, S.dtype.element_ty), mask=in_bounds)
     else:
         q_ptrs = Q + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd
         k_ptrs = K + b * s_kb + (h // GROUP) * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
@@ -107,6 +96,10 @@ def scores_kernel(
         s = mma(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32) * scale
         if CAUSAL:
             s = tl.where(offs_n[None, :] <= offs_m[:, None] + offset, s, float("-inf"))
+        if BOUNDED:
+            s = tl.where(
+                (offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None]), s, float("-inf")
+            )
         tl.store(s_ptrs, cast(s, S.dtype.element_ty), mask=in_bounds)
 
 
