@@ -52,6 +52,8 @@ stored. Only the streamed dimension is masked.
 
 from __future__ import annotations
 
+import bisect
+
 import torch
 
 from kernels.impl.autograd import check_backward_queries
@@ -465,10 +467,11 @@ def key_block_rows(mask, tokens: int, block_m: int, block_n: int, device) -> tor
     those that see all of them (inside T: a last block cut by T is loaded with a mask), and the
     end. Read once per dkdv program (16 bytes)."""
     visits = tiles.block_map(mask, tokens, block_m, block_n)
+    firsts, stops = [v.first for v in visits], [v.stop for v in visits]  # neither falls as rows go down
     whole = tokens // block_m * block_m
     found = []
     for n in range(triton.cdiv(tokens, block_n)):
-        seen = [i for i, visit in enumerate(visits) if visit.first <= n < visit.stop]
+        seen = range(bisect.bisect_right(stops, n), bisect.bisect_right(firsts, n))  # first ≤ n < stop
         full = [i for i in seen if n not in visits[i].partial]
         first, stop = seen[0] * block_m, (seen[-1] + 1) * block_m
         full_lo, full_hi = (full[0] * block_m, (full[-1] + 1) * block_m) if full else (first, first)
