@@ -164,8 +164,8 @@ class Implementation:
     # SMs are filled with; None: not modelled
     programs_model: Callable[..., int] | str | None = None
     # The mask kinds it takes (kernels.masks.KINDS). Beyond full and causal it is called with
-    # the mask itself as ``mask=`` (and ``causal=``, True for the causal mask); a point or a
-    # call with a mask it does not take is refused, naming its registration.
+    # the mask itself as ``mask=`` (and ``causal=``, True for the causal mask); a call with a
+    # mask it does not take is refused, naming its registration.
     masks: frozenset[str] = TODAYS_MASKS
     # Those its backward takes (a gradient under another is refused): by default every one
     # of ``masks`` where PyTorch's autograd differentiates it, full and causal for a module
@@ -337,9 +337,11 @@ def implementation(
             backward_stages=backward_stages,
             split_keys=split_keys,
             programs_model=programs_model,
-            masks=_mask_kinds(masks, name),
+            masks=_mask_kinds(masks, name, "masks"),
             backward_masks=_mask_kinds(
-                backward_masks if backward_masks is not None else masks if autograd else TODAYS_MASKS, name
+                backward_masks if backward_masks is not None else masks if autograd else TODAYS_MASKS,
+                name,
+                "backward_masks",
             ),
         )
         _check(entry)
@@ -364,12 +366,11 @@ def _mask_refusal(mask: masks.Mask, kinds: frozenset[str], who: str, field: str)
     )
 
 
-def _mask_kinds(kinds: Iterable[str], name: str) -> frozenset[str]:
-    found = _names_of(kinds, name, "masks")
-    unknown = sorted(found - set(masks.KINDS))
-    if unknown or not found:
+def _mask_kinds(kinds: Iterable[str], name: str, field: str) -> frozenset[str]:
+    found = _names_of(kinds, name, field)
+    if not found or found - set(masks.KINDS):
         raise PluginError(
-            f"implementation {name!r}: masks={sorted(kinds)!r}; the mask kinds are {', '.join(masks.KINDS)}"
+            f"implementation {name!r}: {field}={sorted(kinds)!r}; the mask kinds are {', '.join(masks.KINDS)}"
         )
     return found
 
