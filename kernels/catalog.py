@@ -39,7 +39,7 @@ from typing import Any
 from kernels import masks
 from kernels.spec import BUILTIN_PACKAGE, DEFAULT_TWIN, ELEMENT_BYTES, INFERENCE_DIMS, NAME_LIMIT
 
-TODAYS_MASKS = frozenset({"full", "causal"})  # what every path takes: causal true or false
+CAUSAL_OR_FULL = frozenset({"full", "causal"})  # causal true or false: a registration's default
 EVERY_MASK = tuple(masks.KINDS)  # masks= of a path that takes them all
 
 ENTRY_POINT_GROUP = "attnio.implementations"
@@ -166,10 +166,10 @@ class Implementation:
     # The mask kinds it takes (kernels.masks.KINDS). Beyond full and causal it is called with
     # the mask itself as ``mask=`` (and ``causal=``, True for the causal mask); a call with a
     # mask it does not take is refused, naming its registration.
-    masks: frozenset[str] = TODAYS_MASKS
+    masks: frozenset[str] = CAUSAL_OR_FULL
     # Those its backward takes (a gradient under another is refused): by default every one
     # of ``masks`` where PyTorch's autograd differentiates it, full and causal for a module
-    backward_masks: frozenset[str] = TODAYS_MASKS
+    backward_masks: frozenset[str] = CAUSAL_OR_FULL
 
     def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
         """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
@@ -185,7 +185,7 @@ class Implementation:
     @property
     def takes_masks(self) -> bool:
         """Whether it takes masks beyond full and causal (and so is called with ``mask=``)."""
-        return bool(self.masks - TODAYS_MASKS)
+        return bool(self.masks - CAUSAL_OR_FULL)
 
     def mask_refusal(self, mask: masks.Mask) -> str | None:
         """Why it cannot run under ``mask``, or None."""
@@ -339,7 +339,7 @@ def implementation(
             programs_model=programs_model,
             masks=_mask_kinds(masks, name, "masks"),
             backward_masks=_mask_kinds(
-                backward_masks if backward_masks is not None else masks if autograd else TODAYS_MASKS,
+                backward_masks if backward_masks is not None else masks if autograd else CAUSAL_OR_FULL,
                 name,
                 "backward_masks",
             ),

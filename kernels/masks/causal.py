@@ -12,7 +12,6 @@ from kernels.masks.kind import NoArgument
 class Causal(NoArgument):
     KIND: ClassVar[str] = "causal"
     EXAMPLE: ClassVar[str] = "causal"
-    NEVER_LOOKS_AHEAD: ClassVar[bool] = True
 
     def bounds(self, position, tokens: int) -> tuple:
         return position * 0, position + 1

@@ -26,7 +26,6 @@ class Documents:
     KIND: ClassVar[str] = "documents"
     EXAMPLE: ClassVar[str] = "documents:300+700+24"
     TAKES_ARGUMENT: ClassVar[bool] = True
-    NEVER_LOOKS_AHEAD: ClassVar[bool] = True
     CAUSAL: ClassVar[bool] = True  # within each document
 
     @classmethod
@@ -44,14 +43,9 @@ class Documents:
             )
         return None
 
-    def starts(self, tokens: int) -> list[int]:
-        """Each document's first position, then T: the offsets a kernel reads."""
-        if len(self.lengths) == 1:
-            return [*range(0, tokens, self.lengths[0]), tokens]
-        return list(self._offsets)
-
     @cached_property
     def _offsets(self) -> tuple[int, ...]:
+        """Each document's first position, then T (the lengths given one by one)."""
         found = [0]
         for length in self.lengths:
             found.append(found[-1] + length)
@@ -84,5 +78,4 @@ class FullDocuments(Documents):
 
     KIND: ClassVar[str] = "documents-full"
     EXAMPLE: ClassVar[str] = "documents-full:300+700+24"
-    NEVER_LOOKS_AHEAD: ClassVar[bool] = False
     CAUSAL: ClassVar[bool] = False

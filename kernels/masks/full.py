@@ -12,7 +12,6 @@ from kernels.masks.kind import NoArgument
 class Full(NoArgument):
     KIND: ClassVar[str] = "full"
     EXAMPLE: ClassVar[str] = "full"
-    NEVER_LOOKS_AHEAD: ClassVar[bool] = False
 
     def bounds(self, position, tokens: int) -> tuple:
         return position * 0, position * 0 + tokens

@@ -11,7 +11,6 @@ class Mask(Protocol):
     KIND: ClassVar[str]  # the name before the colon
     EXAMPLE: ClassVar[str]  # how it is written, for messages
     TAKES_ARGUMENT: ClassVar[bool]
-    NEVER_LOOKS_AHEAD: ClassVar[bool]  # no query sees a key past its own position
 
     def spelled(self) -> str:
         """The string that parses back to this mask."""

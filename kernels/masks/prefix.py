@@ -16,7 +16,6 @@ class Prefix(OneNumber):
     KIND: ClassVar[str] = "prefix"
     EXAMPLE: ClassVar[str] = "prefix:100"
     WHAT: ClassVar[str] = "the prefix (its tokens)"
-    NEVER_LOOKS_AHEAD: ClassVar[bool] = False
 
     def refusal(self, tokens: int) -> str | None:
         if self.tokens > tokens:

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 
 from kernels.masks.kind import Mask
 
-EMPTY, PARTIAL, FULL = "empty", "partial", "full"
-
 
 def position(row: int, tokens: int, query_tokens: int) -> int:
     """The absolute position of query row ``row``: the queries are the last positions."""
@@ -38,18 +36,6 @@ def row_bounds(
 def kept_scores(mask: Mask, tokens: int, query_tokens: int | None = None) -> int:
     """How many of the query_tokens × T scores the mask keeps (per batch and head)."""
     return sum(hi - lo for lo, hi in row_bounds(mask, tokens, query_tokens))
-
-
-def tile(
-    mask: Mask, tokens: int, rows: tuple[int, int], keys: tuple[int, int], query_tokens: int | None = None
-) -> str:
-    """The kind of the tile of query rows [r0, r1) and keys [k0, k1) (both non-empty)."""
-    queries = tokens if query_tokens is None else query_tokens
-    first = mask.bounds(position(rows[0], tokens, queries), tokens)
-    last = mask.bounds(position(rows[1] - 1, tokens, queries), tokens)
-    if last[0] <= keys[0] and first[1] >= keys[1]:  # the tightest run still covers the tile
-        return FULL
-    return PARTIAL if first[0] < keys[1] and last[1] > keys[0] else EMPTY
 
 
 @dataclass(frozen=True)

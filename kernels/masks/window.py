@@ -17,7 +17,6 @@ class Window(OneNumber):
     KIND: ClassVar[str] = "window"
     EXAMPLE: ClassVar[str] = "window:256"
     WHAT: ClassVar[str] = "the window (keys each query sees)"
-    NEVER_LOOKS_AHEAD: ClassVar[bool] = True
 
     def refusal(self, tokens: int) -> str | None:
         return None  # a window at least T long is causal: allowed, the tiles say so

@@ -112,7 +112,7 @@ def default_stages(block_m: int, block_n: int, head_dim: int, element_bytes: int
     return PIPELINE_DEPTHS[-1]
 
 
-def row_bounds(mask, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+def key_runs(mask, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
     """The mask's Triton form: each query row's run of keys [lo, hi) as a contiguous int32
     (Tq, 2) on q's device (8 bytes a row, read once per program); None for causal and full,
     which the kernel masks by index."""

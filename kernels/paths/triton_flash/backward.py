@@ -63,8 +63,8 @@ from kernels.impl.triton.common import (
     cast,
     check_triton_device,
     dot_in_float32,
+    key_runs,
     mma,
-    row_bounds,
     sm_scale,
     warps_for,
 )
@@ -493,7 +493,7 @@ def forward_saving(
     """O (as ``triton_flash`` computes it, the same bits) and (O, LSE) for the backward."""
     check_triton_device(q)
     o, lse = torch.empty_like(q), lse_tensor(q)
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     causal = causal and bounds is None
     launch = attention_fwd_launch(
         q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages, lse, bounds
@@ -511,7 +511,7 @@ def backward_launches(
     o, lse = saved
     dq, dk, dv = grads
     delta = delta_tensor(o)
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     key_rows = None if bounds is None else key_block_rows(mask, k.shape[2], block_m, block_n, q.device)
     causal = causal and bounds is None
     return [

@@ -21,7 +21,7 @@ skips move right by that offset (what ``kernels.models.cost.walk_of`` walks). Th
 cdiv(Tq, BLOCK_M) query blocks: none lies wholly past the last query.
 
 Under a mask beyond causal (``BOUNDED``, kernels.masks), each query row's run of keys
-[lo, hi) comes as two int32s (``row_bounds``). A block visits the key tiles from its first
+[lo, hi) comes as two int32s (``key_runs``). A block visits the key tiles from its first
 row's lo to its last row's hi (kernels.masks.tiles.block_map): the tiles every row of the
 block sees whole run unmasked, the partial ones on either side take the element mask, and the
 tiles outside are never loaded.
@@ -43,8 +43,8 @@ from kernels.impl.triton.common import (
     check_triton_device,
     default_stages,
     dot_in_float32,
+    key_runs,
     mma,
-    row_bounds,
     sm_scale,
     warps_for,
 )
@@ -256,7 +256,7 @@ def attention_fwd_launch(
     ``lse``: a contiguous float32 (B, H, Tq) for the rows' base-2 log-sum-exp (needs
     ``carry_stats``); None stores none, and O stands in for the pointer the kernel ignores.
     ``bounds``: each query row's run of keys under a mask beyond causal, a contiguous int32
-    (Tq, 2) (``row_bounds``; ``causal`` is then False); None: causal or full, as ``causal``
+    (Tq, 2) (``key_runs``; ``causal`` is then False); None: causal or full, as ``causal``
     says. Tq and Hkv are q's and k's: q (B, H, Tq, d), k and v (B, Hkv, T, d)."""
     B, H, Tq, d = q.shape
     T, group = k.shape[2], H // k.shape[1]
@@ -306,7 +306,7 @@ def triton_flash(
     """Exact attention, fused: no S or P in global memory; under ``mask``, block sparse."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     causal = causal and bounds is None
     attention_fwd_launch(
         q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages, bounds=bounds

@@ -21,8 +21,8 @@ from kernels.impl.triton.common import (
     cast,
     check_triton_device,
     dot_in_float32,
+    key_runs,
     mma,
-    row_bounds,
     sm_scale,
     warps_for,
 )
@@ -237,7 +237,7 @@ def kv_group(q: torch.Tensor, k: torch.Tensor) -> int:
 
 
 def scores_launch(q, k, s, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
-    """``bounds``: each query row's run of keys under a mask beyond causal (``row_bounds``)."""
+    """``bounds``: each query row's run of keys under a mask beyond causal (``key_runs``)."""
     B, H, Tq, d = q.shape
     T = k.shape[2]
     runs = s if bounds is None else bounds  # S stands in for the pointer a causal launch ignores
@@ -378,7 +378,7 @@ def triton_naive(
     check_triton_device(q)
     s, p = sp_tensors(q, sp_dtype, k)
     o = torch.empty_like(q) if out is None else out
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     causal = causal and bounds is None
     for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block, bounds):
         launch.run()

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, row_bounds, warps_for
+from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, key_runs, mma, warps_for
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.paths.triton_naive.forward import kv_group, scores_launch
@@ -309,7 +309,7 @@ def s_only_launches(
     q, k, v, s, m, l, o, causal: bool, block_m: int, block_n: int, bounds=None
 ) -> list[Launch]:
     """The three launches, in order, given the S, M, L and O tensors they write; ``bounds``:
-    each query row's run of keys under a mask beyond causal (``row_bounds``)."""
+    each query row's run of keys under a mask beyond causal (``key_runs``)."""
     return [
         scores_launch(q, k, s, causal, block_m, block_n, bounds),
         stats_launch(s, m, l, causal, block_m, block_n, bounds),
@@ -358,7 +358,7 @@ def triton_s_only(
     check_triton_device(q)
     s, m, l = s_only_tensors(q, k)
     o = torch.empty_like(q) if out is None else out
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     causal = causal and bounds is None
     for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n, bounds):
         launch.run()

@@ -35,8 +35,8 @@ from kernels.impl.triton.common import (
     check_triton_device,
     default_stages,
     dot_in_float32,
+    key_runs,
     mma,
-    row_bounds,
     sm_scale,
     warps_for,
 )
@@ -198,7 +198,7 @@ def split_kv_launches(
     q, k, v, o, causal: bool, block_m: int, block_n: int, num_splits: int | None = None, bounds=None
 ) -> list[Launch]:
     """The partial and merge launches of one call writing ``o``; ``bounds``: each query's run
-    of keys under a mask beyond causal (``row_bounds``): a chunk the runs miss loads nothing."""
+    of keys under a mask beyond causal (``key_runs``): a chunk the runs miss loads nothing."""
     B, H, Tq, d = q.shape
     kv_heads, T = k.shape[1], k.shape[2]
     group = H // kv_heads
@@ -254,7 +254,7 @@ def triton_split_kv(
     under ``mask`` each program reads only its chunk's part of the queries' runs of keys."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     causal = causal and bounds is None
     for launch in split_kv_launches(q, k, v, o, causal, block_m, block_n, num_splits, bounds):
         launch.run()

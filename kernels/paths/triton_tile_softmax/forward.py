@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.impl.triton.common import check_triton_device, row_bounds
+from kernels.impl.triton.common import check_triton_device, key_runs
 from kernels.paths.triton_flash.forward import attention_fwd_launch
 
 
@@ -41,6 +41,6 @@ def triton_tile_softmax(
     on its own (exact only where no row's run of keys spans two tiles)."""
     check_triton_device(q)
     o = torch.empty_like(q) if out is None else out
-    bounds = row_bounds(mask, q, k)
+    bounds = key_runs(mask, q, k)
     attention_fwd_launch(q, k, v, o, causal and bounds is None, block_m, block_n, False, bounds=bounds).run()
     return o
