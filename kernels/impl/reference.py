@@ -60,20 +60,20 @@ def reference_float64(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    causal: bool,
+    causal: bool | masks.Mask,
     chunk_rows: int | None = None,
     mask: masks.Mask | None = None,
 ) -> torch.Tensor:
     """scores → scale by 1/√d → mask with −∞ → row softmax → P·V, all in float64. The mask is
-    ``mask`` where given, else causal or none as ``causal`` says. ``chunk_rows`` computes the
-    same thing a block of query rows at a time, so that checking a long sequence needs only
-    chunk_rows × T scores in memory at once. q may have fewer rows (query_tokens) and k, v
-    fewer heads (kv_heads) than the square problem."""
+    ``mask`` where given, else ``causal``: True or False (causal or none), or a mask itself.
+    ``chunk_rows`` computes the same thing a block of query rows at a time, so that checking a
+    long sequence needs only chunk_rows × T scores in memory at once. q may have fewer rows
+    (query_tokens) and k, v fewer heads (kv_heads) than the square problem."""
     heads, Tq, T = q.shape[1], q.shape[-2], k.shape[-2]
     q64 = q.double()
     k64, v64 = (per_query_head(x, heads).double() for x in (k, v))
     step = Tq if chunk_rows is None else chunk_rows
-    mask = masks.from_causal(causal) if mask is None else mask
+    mask = masks.as_mask(causal) if mask is None else mask
     out = []
     for start in range(0, Tq, step):
         rows = slice(start, min(Tq, start + step))
@@ -97,7 +97,11 @@ def largest_product(q: torch.Tensor, k: torch.Tensor, chunk_rows: int | None = N
 
 
 def reference(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, mask: masks.Mask | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool | masks.Mask,
+    mask: masks.Mask | None = None,
 ) -> torch.Tensor:
     """The float64 definition, cast back to the input dtype."""
     return reference_float64(q, k, v, causal, mask=mask).to(q.dtype)

@@ -19,10 +19,23 @@ A mask is written as a short string, ``kind`` or ``kind:argument``: ``full``, ``
 
 from __future__ import annotations
 
+import re
+
 from kernels.masks import causal, documents, full, prefix, window
 from kernels.masks.kind import Mask
 
-__all__ = ["KINDS", "Mask", "beyond_causal", "from_causal", "parse", "spellings"]
+__all__ = [
+    "FILE_PATTERN",
+    "KINDS",
+    "Mask",
+    "as_mask",
+    "beyond_causal",
+    "file_form",
+    "from_causal",
+    "from_file_form",
+    "parse",
+    "spellings",
+]
 
 # kind name → its class; each class parses its own argument
 KINDS: dict[str, type] = {
@@ -36,6 +49,31 @@ KINDS: dict[str, type] = {
         prefix.Prefix,
     )
 }
+
+
+# A mask in a file name: the colon after the kind becomes a hyphen (window-256,
+# documents-300+700+24), since a colon is no part of a portable file name. The regex the
+# point names' {mask} wildcard takes, longest kind first (documents-full before documents).
+_BY_LENGTH = sorted(KINDS.values(), key=lambda kind: -len(kind.KIND))
+FILE_PATTERN = "|".join(
+    re.escape(kind.KIND) + (r"-[1-9][0-9]*(?:\+[1-9][0-9]*)*" if kind.TAKES_ARGUMENT else "")
+    for kind in _BY_LENGTH
+)
+
+
+def file_form(mask: Mask) -> str:
+    """The mask as a point's file name writes it (``window-256``)."""
+    return mask.spelled().replace(":", "-", 1)
+
+
+def from_file_form(text: str) -> Mask:
+    """Inverse of ``file_form``; ValueError where the text is no mask's file form."""
+    for kind in _BY_LENGTH:
+        if text == kind.KIND:
+            return parse(text)
+        if kind.TAKES_ARGUMENT and text.startswith(kind.KIND + "-"):
+            return parse(f"{kind.KIND}:{text[len(kind.KIND) + 1 :]}")
+    raise ValueError(f"{text!r} is no mask's file form ({FILE_PATTERN})")
 
 
 def spellings() -> str:
@@ -60,6 +98,14 @@ def parse(text: str) -> Mask:
 def from_causal(is_causal: bool) -> Mask:
     """``causal: true/false``, the sweep's older spelling: the causal mask, or none."""
     return causal.Causal() if is_causal else full.Full()
+
+
+def as_mask(value: bool | str | Mask) -> Mask:
+    """A mask from what callers hold: ``causal`` True/False (causal, full), a spelling, or a
+    mask already."""
+    if isinstance(value, bool):
+        return from_causal(value)
+    return parse(value) if isinstance(value, str) else value
 
 
 def beyond_causal(mask: Mask) -> bool:

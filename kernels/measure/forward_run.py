@@ -11,9 +11,10 @@ from contextlib import nullcontext
 
 import torch
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
+from kernels.masks import shifted
 from kernels.measure.chain_times import timed_chain
 from kernels.measure.memory import allocated_and_ops, peak_allocated
 from kernels.measure.verdict import RTOL_ABS, held_to_the_rule, past_bound
@@ -35,7 +36,7 @@ def call_of(point: Point, q, k, v, launch: tuple[int, int] | None = None):
         options["sp_dtype"] = point.sp_dtype
     if point.num_splits:  # likewise
         options["num_splits"] = point.num_splits
-    return lambda: attention(q, k, v, impl=point.impl, causal=point.causal, **options)
+    return lambda: attention(q, k, v, impl=point.impl, mask=point.mask, **options)
 
 
 def _chunk_rows(q) -> int:
@@ -50,7 +51,7 @@ def check_output(point: Point, q, k, v, out: torch.Tensor) -> dict:
     there on purpose (the tile-local softmax past one key tile)."""
     from kernels.impl.reference import largest_product, reference_float64
 
-    ref = reference_float64(q, k, v, point.causal, chunk_rows=_chunk_rows(q))
+    ref = reference_float64(q, k, v, point.mask_kind, chunk_rows=_chunk_rows(q))
     bad = int((~torch.isfinite(out)).sum().item())
     found = {"nonfinite_outputs": bad, "max_abs_error": None}
     if not bad:
@@ -75,7 +76,8 @@ def bound_at(point: Point, q, k, v, ref: torch.Tensor) -> float:
     baseline (torch_naive in the point's dtype, kernels.measure.validate.naive_baseline)
     computed a block of query rows at a time against the keys those rows see, so that it
     needs no more memory than the float64 reference's blocks. Only asked where the error
-    exceeds 1e-5, which a float32 point's seldom does."""
+    exceeds 1e-5, which a float32 point's seldom does. Causal, each block against the keys up
+    to its last row's; any other mask against all T, as the block's rows see it."""
     from kernels.measure.validate import naive_baseline
 
     queries, T = q.shape[-2], k.shape[-2]
@@ -84,7 +86,9 @@ def bound_at(point: Point, q, k, v, ref: torch.Tensor) -> float:
     for start in range(0, queries, step):
         rows = slice(start, min(queries, start + step))
         seen = T - queries + rows.stop if point.causal else T  # keys past the last row's are masked
-        naive = naive_baseline(q[..., rows, :], k[..., :seen, :], v[..., :seen, :], point.causal)
+        kind = point.mask_kind
+        mask = shifted.for_rows(kind, rows, queries) if masks.beyond_causal(kind) else kind
+        naive = naive_baseline(q[..., rows, :], k[..., :seen, :], v[..., :seen, :], mask)
         worst = max(worst, (naive.double() - ref[..., rows, :]).abs().max().item())
     return 2.0 * worst + RTOL_ABS
 
@@ -183,9 +187,14 @@ def stage_chain(point: Point, q, k, v) -> list:
     return chain(q, k, v, point.causal, *blocks, **options)[0]
 
 
+STAGES_UNMASKED = "stages not timed: the stage chains run full or causal only (the whole call is timed)"
+
+
 def timed_stages(point: Point, q, k, v, device: str) -> dict:
     """Each stage's warm and cold times beside its bytes, FLOPs and exponentials; under the
     interpreter only the reason they were not timed."""
     if point.triton and mode.interpret():
         return {"stage_time_reason": "not timed: Triton interpreter (correctness and counting only)"}
+    if masks.beyond_causal(point.mask_kind):
+        return {"stage_time_reason": STAGES_UNMASKED}
     return timed_chain(point, stage_chain(point, q, k, v), device)

@@ -21,10 +21,10 @@ import time
 
 import torch
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.impl.checks import DTYPES
 from kernels.impl.inputs import make_qkv
-from kernels.impl.reference import future_mask, largest_product, per_query_head, reference_float64
+from kernels.impl.reference import hidden_keys, largest_product, per_query_head, reference_float64
 from kernels.impl.registry import attention
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
 from kernels.paths.sdpa.forward import BackendUnavailableError
@@ -50,14 +50,16 @@ def _max_abs(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def naive_baseline(q, k, v, causal) -> torch.Tensor:
     """torch_naive, or where its S overflows the input dtype, the same three operations with
-    S kept in float32 (P still rounded to the input dtype), so that the bound stays finite."""
+    S kept in float32 (P still rounded to the input dtype), so that the bound stays finite.
+    ``causal``: True or False, or a mask."""
     out = torch_naive(q, k, v, causal)
     if torch.isfinite(out).all():
         return out
     k, v = (per_query_head(x, q.shape[1]) for x in (k, v))  # a baseline: copies are fine here
     s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    if causal:
-        s = s.masked_fill(future_mask(k.shape[-2], q.device, q.shape[-2]), float("-inf"))
+    hidden = hidden_keys(masks.as_mask(causal), k.shape[-2], q.device, q.shape[-2])
+    if hidden is not None:
+        s = s.masked_fill(hidden, float("-inf"))
     return torch.softmax(s, dim=-1).to(q.dtype) @ v
 
 

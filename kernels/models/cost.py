@@ -5,7 +5,7 @@ The cost model of one sweep point: storage, traffic and FLOPs. Pure Python: no t
 Traffic is listed transfer by transfer (kernel, tensor, load or store) in two forms:
 ``compulsory`` — every tensor of the algorithm read or written exactly once — and
 ``as_issued`` — what our Triton kernels, as written, load and store: K and V re-read once per
-query block, tiles a causal kernel skips left out, partial edge tiles counted by their valid
+query block, tiles the mask's map skips left out, partial edge tiles counted by their valid
 elements. The interpreter's byte counter (``kernels.measure.traffic``) must agree with ``as_issued``
 to the byte; that agreement is what makes the model a description of the kernels we run.
 """
@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kernels import catalog
+from kernels import catalog, masks
+from kernels.masks import tiles
 from kernels.planning.point import Point
 from kernels.spec import REFERENCE_CHUNK_BYTES
 
@@ -58,11 +59,20 @@ def p_bytes(point: Point) -> int:
 def flops(point: Point) -> int:
     """4·B·H·query_tokens·T·d (two matrix products); causal, the visible share of the
     query_tokens × T rectangle taken as Tq·(T − Tq/2), which for Tq = T halves the total (the
-    FlashAttention convention) and for decode (Tq = 1) keeps nearly all of it."""
+    FlashAttention convention) and for decode (Tq = 1) keeps nearly all of it; under any other
+    mask, 4·d per score it keeps (kernels.masks.tiles.kept_scores)."""
     Tq, T = point.queries, point.tokens
     if point.causal:
         return 2 * point.groups * point.head_dim * Tq * (2 * T - Tq)
-    return 4 * point.groups * Tq * T * point.head_dim
+    if point.mask == "full":
+        return 4 * point.groups * Tq * T * point.head_dim
+    return 4 * point.groups * point.head_dim * kept_scores(point.mask, T, Tq)
+
+
+@lru_cache(maxsize=4096)
+def kept_scores(mask: str, tokens: int, queries: int) -> int:
+    """Scores a mask keeps of one head's query_tokens × T (per spelling and shape, once)."""
+    return tiles.kept_scores(masks.parse(mask), tokens, queries)
 
 
 def query_offset(point) -> int:
@@ -71,24 +81,37 @@ def query_offset(point) -> int:
     return point.tokens - point.queries
 
 
+@lru_cache(maxsize=64)
+def block_visits(
+    tokens: int, block_m: int, block_n: int, mask: str, queries: int
+) -> tuple[tiles.BlockVisit, ...]:
+    """The mask's tile map (kernels.masks.tiles.block_map) for one shape, once: what every
+    as-issued model walks, as the kernels iterate it."""
+    return tuple(tiles.block_map(masks.parse(mask), tokens, block_m, block_n, queries))
+
+
+def visits_of(point) -> tuple[tiles.BlockVisit, ...]:
+    """Each query block's visit (its rows, its run of key tiles), the point's mask."""
+    return block_visits(point.tokens, point.block_m, point.block_n, point.mask, point.queries)
+
+
+def visited_keys(visit: tiles.BlockVisit, block_n: int, tokens: int) -> int:
+    """Key rows a block's visited tiles hold, cut at T: what it loads of K (or V)."""
+    return min(visit.stop * block_n, tokens) - visit.first * block_n
+
+
 def _rows(point: Point, m: int) -> int:
     return min(point.block_m, point.queries - m * point.block_m)
 
 
 def _key_span(point: Point, m: int) -> int:
-    """Key columns one query block streams: all T, or up to its diagonal tile when causal."""
-    T, bm, bn = point.tokens, point.block_m, point.block_n
-    hi = min(T, (m + 1) * bm + query_offset(point)) if point.causal else T
-    return min(cdiv(hi, bn) * bn, T)
+    """Key columns one query block streams: those of the tiles the mask's map visits."""
+    return visited_keys(visits_of(point)[m], point.block_n, point.tokens)
 
 
 def _scores_tiles(point: Point, m: int) -> int:
-    """Score tiles of query block m that load Q and K (a tile wholly in the future does not)."""
-    n_tiles = cdiv(point.tokens, point.block_n)
-    if not point.causal:
-        return n_tiles
-    last = m * point.block_m + point.block_m - 1 + query_offset(point)
-    return min(n_tiles, last // point.block_n + 1)
+    """Score tiles of query block m that load Q and K (one the mask hides whole does not)."""
+    return visits_of(point)[m].visited
 
 
 @dataclass(frozen=True)
@@ -102,35 +125,33 @@ class BlockWalk:
     span: int  # Σ key span: the K or V rows a block streams
 
 
-@dataclass(frozen=True)
-class _Blocks:
-    tokens: int
-    block_m: int
-    block_n: int
-    causal: bool
-    queries: int
-
-
 @lru_cache(maxsize=4096)
-def block_walk(
-    tokens: int, block_m: int, block_n: int, causal: bool, queries: int | None = None
-) -> BlockWalk:
+def block_walk(tokens: int, block_m: int, block_n: int, mask: str, queries: int | None = None) -> BlockWalk:
     """Every query block walked once per shape (cached: a predictions table asks for the same
-    shape at each d, dtype, batch and head count; T = 131,072 is 8,192 blocks). ``queries``:
-    the query rows (default T), the sequence's last positions."""
-    point = _Blocks(tokens, block_m, block_n, causal, queries or tokens)
+    shape at each d, dtype, batch and head count; T = 131,072 is 8,192 blocks). ``mask``: its
+    spelling; ``queries``: the query rows (default T), the sequence's last positions."""
     rows_by_tiles = keys_loaded = rows_by_span = span = 0
-    for m in range(cdiv(point.queries, block_m)):
-        rows, tiles, keys = _rows(point, m), _scores_tiles(point, m), _key_span(point, m)
-        rows_by_tiles += rows * tiles
-        keys_loaded += min(tiles * block_n, tokens)
+    for visit in block_visits(tokens, block_m, block_n, mask, queries or tokens):
+        rows, keys = visit.rows[1] - visit.rows[0], visited_keys(visit, block_n, tokens)
+        rows_by_tiles += rows * visit.visited
+        keys_loaded += keys
         rows_by_span += rows * keys
         span += keys
     return BlockWalk(rows_by_tiles, keys_loaded, rows_by_span, span)
 
 
 def walk_of(point: Point) -> BlockWalk:
-    return block_walk(point.tokens, point.block_m, point.block_n, point.causal, point.queries)
+    return block_walk(point.tokens, point.block_m, point.block_n, point.mask, point.queries)
+
+
+def runs_bytes(point: Point) -> int:
+    """Each query row's run of keys as a kernel reads it under a mask beyond causal: two int32
+    per row (kernels.impl.triton.common.key_runs), once per query head's programs; 0 where the
+    kernel masks by index (causal, full)."""
+    return point.groups * point.queries * RUN_BYTES if masks.beyond_causal(point.mask_kind) else 0
+
+
+RUN_BYTES = 8  # a row's run of keys, lo and hi as int32
 
 
 def compulsory_transfers(point: Point) -> dict[tuple[str, str, str], int]:

@@ -7,11 +7,12 @@ Pure Python (argparse, re): the workflow plans thousands of points without impor
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.spec import (
     BLOCK_SIZES,
     DEFAULT_BLOCK,
@@ -53,7 +54,7 @@ WILDCARD_CONSTRAINTS: dict[str, str] = {
     "heads": r"\d+",
     "tokens": r"\d+",
     "head_dim": r"\d+",
-    "mask": "causal|full",
+    "mask": masks.FILE_PATTERN,  # the mask's file form: causal, full, window-256, ...
     "blocks": rf"{NO_BLOCKS}|bm\d+-bn\d+",
     "inputs": "|".join(INPUTS),
     "direction": "|-backward",  # empty for the forward
@@ -71,6 +72,7 @@ SHAPE_FIELDS = (
     "tokens",
     "head_dim",
     "dtype",
+    "mask",
     "causal",
     "block_m",
     "block_n",
@@ -109,7 +111,7 @@ class Point:
     tokens: int
     head_dim: int
     dtype: str
-    causal: bool
+    mask: str | bool  # a mask as written (kernels.masks: causal, window:256, ...); True/False: causal/full
     block_m: int | None = None
     block_n: int | None = None
     sp_dtype: str | None = None  # S/P dtype of the materialized paths; default: dtype
@@ -122,6 +124,7 @@ class Point:
 
     def __post_init__(self) -> None:
         catalog.get(self.impl)  # an unknown name is an error listing the registered ones
+        self._check_mask()
         for name in ("batch", "heads", "tokens", "head_dim", *INFERENCE_DIMS):
             value = getattr(self, name)
             if value is None and name in INFERENCE_DIMS:
@@ -151,6 +154,16 @@ class Point:
             object.__setattr__(self, "block_m", self.block_m or DEFAULT_BLOCK)
             object.__setattr__(self, "block_n", self.block_n or DEFAULT_BLOCK)
         self._check_splits()
+
+    def _check_mask(self) -> None:
+        """The mask in its one spelling (``causal: true/false`` as causal and full), refused
+        naming the field where it is no mask or does not fit T."""
+        if isinstance(self.mask, bool):
+            object.__setattr__(self, "mask", masks.from_causal(self.mask).spelled())
+        kind = parsed_mask(self.mask)  # its errors name the mask as written
+        if isinstance(self.tokens, int) and (why := kind.refusal(self.tokens)):
+            raise ValueError(why)
+        object.__setattr__(self, "mask", kind.spelled())
 
     def _check_splits(self) -> None:
         """num_splits: an integer from 1 to MAX_SPLITS, kept only where the implementation's
@@ -192,6 +205,16 @@ class Point:
             "query_tokens": self.queries,
             "kv_heads": self.kv,
         }
+
+    @property
+    def mask_kind(self) -> masks.Mask:
+        """The mask itself (kernels.masks), which the kernels and models ask."""
+        return parsed_mask(self.mask)
+
+    @property
+    def causal(self) -> bool:
+        """Whether the mask is the causal one (the sweep's ``causal: true``)."""
+        return self.mask == "causal"
 
     @property
     def queries(self) -> int:
@@ -275,7 +298,7 @@ class Point:
             "heads": str(self.heads),
             "tokens": str(self.tokens),
             "head_dim": str(self.head_dim),
-            "mask": "causal" if self.causal else "full",
+            "mask": masks.file_form(self.mask_kind),
             "blocks": blocks_label(self.block_m, self.block_n),
             "inputs": self.inputs,
             "direction": "" if self.direction == DEFAULT_PASS else f"-{self.direction}",
@@ -309,7 +332,7 @@ class Point:
             int(wc["tokens"]),
             int(wc["head_dim"]),
             wc["dtype"],
-            wc["mask"] == "causal",
+            masks.from_file_form(wc["mask"]).spelled(),
             bm,
             bn,
             inputs=wc["inputs"],
@@ -347,6 +370,8 @@ class Point:
         ]
         if self.causal:
             args.append("--causal")
+        elif self.mask != "full":
+            args += ["--mask", self.mask]
         if self.block_m is not None:
             args += ["--block-m", str(self.block_m), "--block-n", str(self.block_n)]
         if self.sp_dtype is not None:
@@ -385,7 +410,7 @@ class Point:
             args.tokens,
             args.head_dim,
             args.dtype,
-            args.causal,
+            mask_argument(args),
             args.block_m,
             args.block_n,
             args.sp_dtype,
@@ -395,6 +420,28 @@ class Point:
             kv_heads=getattr(args, "kv_heads", None),
             num_splits=splits,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def parsed_mask(spelling: str) -> masks.Mask:
+    """kernels.masks.parse, once per spelling (models ask a point's mask at every block)."""
+    return masks.parse(spelling)
+
+
+def mask_argument(args: argparse.Namespace) -> str:
+    """--mask, or --causal (its older spelling), or full; both given is an error."""
+    given = getattr(args, "mask", None)
+    if given is not None and getattr(args, "causal", False):
+        raise ValueError(f"--causal and --mask {given} given: give one (--mask causal is --causal)")
+    return given if given is not None else "causal" if getattr(args, "causal", False) else "full"
+
+
+def mask_text(text: str) -> str:
+    """An argparse type: a mask as written, refused saying which masks there are."""
+    try:
+        return parsed_mask(text).spelled()
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def impl_name(text: str) -> str:
@@ -473,7 +520,12 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--head-dim", type=int, choices=HEAD_DIMS, required=True, help="d")
     parser.add_argument("--dtype", choices=DTYPES, required=True)
-    parser.add_argument("--causal", action="store_true", help="mask future keys")
+    parser.add_argument("--causal", action="store_true", help="mask future keys (--mask causal)")
+    parser.add_argument(
+        "--mask",
+        type=mask_text,
+        help=f"which keys each query sees: {masks.spellings()} (default: full, or --causal)",
+    )
     parser.add_argument(
         "--block-m", type=int, choices=BLOCK_SIZES, help=f"Triton only (default: {DEFAULT_BLOCK})"
     )

@@ -99,6 +99,17 @@ def resolved(sweep: dict | list[dict], cache_bytes: int | None) -> list[dict]:
     return out
 
 
+def masks_of(grid: dict) -> list:
+    """The grid's masks: its ``mask`` list, or its ``causal`` list (the older spelling: true is
+    causal, false full; both when the grid names neither). Giving both is an error."""
+    if "mask" in grid and grid.get("causal") is not None:
+        raise ValueError(
+            f"causal {grid['causal']} and mask {grid['mask']} both given: give one "
+            "(mask: [causal, full] is causal: [true, false])"
+        )
+    return list(grid["mask"]) if "mask" in grid else list(grid.get("causal") or [True, False])
+
+
 def _combinations(grid: dict, cache_bytes: int | None):
     for dtype in grid["dtype"]:
         yield from itertools.product(
@@ -107,7 +118,7 @@ def _combinations(grid: dict, cache_bytes: int | None):
             grid["heads"],
             grid["head_dim"],
             [dtype],
-            grid["causal"],
+            masks_of(grid),
             grid.get("inputs", [DEFAULT_INPUTS]),
             grid.get("pass", [DEFAULT_PASS]),
             grid.get("query_tokens", [None]),
@@ -120,7 +131,7 @@ def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
     num_splits for those whose registration takes it; ``cache_bytes``: the cache size a grid
     with tokens_across_cache follows."""
     out = []
-    for impl, tokens, heads, d, dtype, causal, inputs, direction, queries, kv in _combinations(
+    for impl, tokens, heads, d, dtype, mask, inputs, direction, queries, kv in _combinations(
         grid, cache_bytes
     ):
         entry = catalog.get(impl)
@@ -134,7 +145,7 @@ def grid_points(grid: dict, cache_bytes: int | None = None) -> list[Point]:
                 tokens,
                 d,
                 dtype,
-                causal,
+                mask,
                 bm,
                 bn,
                 inputs=inputs,

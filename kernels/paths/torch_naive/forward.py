@@ -28,16 +28,20 @@ def stacked(x: torch.Tensor, kv_heads: int) -> torch.Tensor:
 
 
 def torch_naive_parts(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, mask: masks.Mask | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool | masks.Mask,
+    mask: masks.Mask | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Standard attention as three stored results: S and P in the input dtype, softmax in
     float32. Returns (S, P, O), each with a row block per query head, (B, H, Tq, ·), so that
-    callers can inspect the intermediates. ``mask``: any mask, built dense (else causal or
-    none as ``causal`` says)."""
+    callers can inspect the intermediates. ``mask``: any mask, built dense (else ``causal``:
+    True or False, or a mask itself)."""
     kv_heads, T = k.shape[1], k.shape[-2]
     s = torch.matmul(stacked(q, kv_heads), k.transpose(-1, -2)).mul_(1.0 / math.sqrt(q.shape[-1]))
     s = s.view(*q.shape[:-1], T)
-    mask_scores(s, masks.from_causal(causal) if mask is None else mask, q.shape[-2])
+    mask_scores(s, masks.as_mask(causal) if mask is None else mask, q.shape[-2])
     p = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
     o = torch.matmul(stacked(p, kv_heads), v).view(q.shape)
     return s, p, o
@@ -52,7 +56,11 @@ def mask_scores(s: torch.Tensor, mask: masks.Mask, queries: int) -> None:
 
 
 def torch_naive(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, mask: masks.Mask | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool | masks.Mask,
+    mask: masks.Mask | None = None,
 ) -> torch.Tensor:
     return torch_naive_parts(q, k, v, causal, mask)[2]
 

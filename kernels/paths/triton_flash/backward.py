@@ -52,8 +52,6 @@ stored. Only the streamed dimension is masked.
 
 from __future__ import annotations
 
-import bisect
-
 import torch
 
 from kernels.impl.autograd import check_backward_queries
@@ -70,7 +68,7 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.masks import tiles
+from kernels.paths.triton_flash.backward_model import key_block_rows as model_rows
 from kernels.paths.triton_flash.forward import attention_fwd_launch, visited_tiles
 
 SAVED = ("O", "LSE")
@@ -462,23 +460,8 @@ def dq_launch(q, k, v, do, lse, delta, dq, causal: bool, block_m: int, block_n: 
 
 
 def key_block_rows(mask, tokens: int, block_m: int, block_n: int, device) -> torch.Tensor:
-    """Each key block's query rows under ``mask`` (the tile map read by key block), an int32
-    (key blocks, 4): the first query block that sees one of its keys, the first and the end of
-    those that see all of them (inside T: a last block cut by T is loaded with a mask), and the
-    end. Read once per dkdv program (16 bytes)."""
-    visits = tiles.block_map(mask, tokens, block_m, block_n)
-    firsts, stops = [v.first for v in visits], [v.stop for v in visits]  # neither falls as rows go down
-    whole = tokens // block_m * block_m
-    found = []
-    for n in range(triton.cdiv(tokens, block_n)):
-        seen = range(bisect.bisect_right(stops, n), bisect.bisect_right(firsts, n))  # first ≤ n < stop
-        full = [i for i in seen if n not in visits[i].partial]
-        first, stop = seen[0] * block_m, (seen[-1] + 1) * block_m
-        full_lo, full_hi = (full[0] * block_m, (full[-1] + 1) * block_m) if full else (first, first)
-        full_hi = max(first, min(full_hi, whole))
-        full_lo = max(first, min(full_lo, full_hi))
-        found.append((first, full_lo, full_hi, stop))
-    return torch.tensor(found, dtype=torch.int32, device=device)
+    """backward_model.key_block_rows as the int32 (key blocks, 4) tensor dkdv reads."""
+    return torch.tensor(model_rows(mask, tokens, block_m, block_n), dtype=torch.int32, device=device)
 
 
 def lse_tensor(q: torch.Tensor) -> torch.Tensor:

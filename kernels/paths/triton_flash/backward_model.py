@@ -21,41 +21,59 @@ load the shared head). The group's sum is taken in the kernel's registers: nothi
 
 from __future__ import annotations
 
+import bisect
+from functools import lru_cache
+
+from kernels import masks
+from kernels.masks import tiles
 from kernels.models.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
-from kernels.models.cost import cdiv
+from kernels.models.cost import RUN_BYTES, cdiv, runs_bytes, visited_keys, visits_of
 from kernels.models.stage_type import StageCost
 
 ROW_BYTES = 4  # LSE and Delta: float32
+KEY_ROWS_BYTES = 16  # a key block's four query-row bounds, int32 (key_block_rows)
 DKDV_PRODUCTS = 4  # S, dV, dP, dK
 DQ_PRODUCTS = 3  # S, dP, dQ
 
 
-def _valid(first: int, block: int, T: int) -> int:
-    return min(block, T - first)
-
-
-def key_blocks_visited(point, m: int) -> int:
-    """How many key blocks query block ``m`` visits (the first ones): all of them full, those
-    whose first key is at most the block's last row causal. Counted per row of blocks, so
-    that a long T costs T / BLOCK_M steps rather than one per tile pair."""
-    T, bm, bn = point.tokens, point.block_m, point.block_n
-    blocks = cdiv(T, bn)
-    if not point.causal:
-        return blocks
-    last_row = min(T, (m + 1) * bm) - 1
-    return min(blocks, last_row // bn + 1)
+@lru_cache(maxsize=64)
+def key_block_rows(mask, tokens: int, block_m: int, block_n: int) -> tuple[tuple[int, int, int, int], ...]:
+    """Each key block's query rows under ``mask`` (the tile map read by key block): the first
+    query block that sees one of its keys, the first and the end of those that see all of them
+    (inside T: a last block cut by T is loaded with a mask), and the end. What dkdv reads, 16
+    bytes a program (kernels.paths.triton_flash.backward makes it a tensor)."""
+    visits = tiles.block_map(mask, tokens, block_m, block_n)
+    firsts, stops = [v.first for v in visits], [v.stop for v in visits]  # neither falls as rows go down
+    whole = tokens // block_m * block_m
+    found = []
+    for n in range(cdiv(tokens, block_n)):
+        seen = range(bisect.bisect_right(stops, n), bisect.bisect_right(firsts, n))  # first ≤ n < stop
+        full = [i for i in seen if n not in visits[i].partial]
+        first, stop = seen[0] * block_m, (seen[-1] + 1) * block_m
+        full_lo, full_hi = (full[0] * block_m, (full[-1] + 1) * block_m) if full else (first, first)
+        full_hi = max(first, min(full_hi, whole))
+        full_lo = max(first, min(full_lo, full_hi))
+        found.append((first, full_lo, full_hi, stop))
+    return tuple(found)
 
 
 def _pair_counts(point) -> tuple[int, int, int]:
-    """(visited pairs, query rows streamed by dkdv, key rows streamed by dq)."""
-    T, bm, bn = point.tokens, point.block_m, point.block_n
+    """(visited pairs, query rows streamed by dkdv, key rows streamed by dq): the mask's tile
+    map (kernels.models.cost.visits_of), the same pairs from either side."""
     pairs = streamed_rows = streamed_keys = 0
-    for m in range(cdiv(T, bm)):
-        visited = key_blocks_visited(point, m)
-        pairs += visited
-        streamed_rows += visited * _valid(m * bm, bm, T)
-        streamed_keys += min(visited * bn, T)  # the valid keys of the first `visited` blocks
+    for visit in visits_of(point):
+        pairs += visit.visited
+        streamed_rows += visit.visited * (visit.rows[1] - visit.rows[0])
+        streamed_keys += visited_keys(visit, point.block_n, point.tokens)
     return pairs, streamed_rows, streamed_keys
+
+
+def _masked_rows(point) -> int:
+    """Query rows dkdv reads the runs of keys for: per key block, those of the query blocks
+    it runs with the element mask (before the unmasked ones and after), cut at T."""
+    T = point.tokens
+    ranges = key_block_rows(point.mask_kind, T, point.block_m, point.block_n)
+    return sum(min(lo, T) - first + min(stop, T) - min(hi, T) for first, lo, hi, stop in ranges)
 
 
 def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
@@ -65,7 +83,7 @@ def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
     T, d, e, G, Gkv = point.tokens, point.head_dim, point.e, point.groups, point.kv_groups
     row_tensor = T * d * e  # one (T, d) tensor of one (b, h), once
     _, streamed_rows, streamed_keys = _pair_counts(point)  # rows of query (dkdv) and key (dq) blocks
-    return {
+    found = {
         ("delta", "O", "load"): G * row_tensor,
         ("delta", "DO", "load"): G * row_tensor,
         ("delta", "Delta", "store"): G * T * ROW_BYTES,
@@ -84,6 +102,13 @@ def as_issued_flash_backward(point) -> dict[tuple[str, str, str], int]:
         ("dq", "K", "load"): G * streamed_keys * d * e,
         ("dq", "V", "load"): G * streamed_keys * d * e,
         ("dq", "DQ", "store"): G * row_tensor,
+    }
+    if not masks.beyond_causal(point.mask_kind):
+        return found
+    return found | {
+        ("dkdv", "KEY_ROWS", "load"): Gkv * cdiv(T, point.block_n) * KEY_ROWS_BYTES,
+        ("dkdv", "BOUNDS", "load"): G * _masked_rows(point) * RUN_BYTES,
+        ("dq", "BOUNDS", "load"): runs_bytes(point),
     }
 
 

@@ -1,5 +1,6 @@
 """triton_flash's forward as a model: the bytes its one fused kernel moves as written (Q once,
-K and V once per query block over its key span, O once; nothing T×T), and what it keeps for
+K and V once per query block over the key tiles its mask's map visits, O once, and under a
+mask beyond causal each row's run of keys once; nothing T×T), and what it keeps for
 the backward (q, k, v, O and each row's log-sum-exp: FlashAttention's). Pure Python.
 
 Inference shapes: Q, O and the log-sum-exp have B·H·query_tokens rows, the kept K and V
@@ -11,7 +12,7 @@ walks the query_tokens rows with the causal offset the kernel uses).
 from __future__ import annotations
 
 from kernels.models.backward_cost import FLOAT32_BYTES, kept_inputs
-from kernels.models.cost import cdiv, walk_of
+from kernels.models.cost import cdiv, runs_bytes, walk_of
 from kernels.planning.point import Point
 from kernels.spec import FUSED_LAUNCH_CANDIDATES
 
@@ -20,12 +21,13 @@ def as_issued_fused(point: Point) -> dict[tuple[str, str, str], int]:
     d, e, G = point.head_dim, point.e, point.groups
     rows = G * point.queries * d * e
     kv = G * walk_of(point).span * d * e
-    return {
+    found = {
         ("attention_fwd", "Q", "load"): rows,
         ("attention_fwd", "K", "load"): kv,
         ("attention_fwd", "V", "load"): kv,
         ("attention_fwd", "O", "store"): rows,
     }
+    return found | ({("attention_fwd", "BOUNDS", "load"): runs} if (runs := runs_bytes(point)) else {})
 
 
 def kept(point: Point) -> dict[str, int]:

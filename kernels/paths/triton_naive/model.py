@@ -11,7 +11,7 @@ the causal diagonal moved right by T − Tq. K and V are loaded per query head's
 from __future__ import annotations
 
 from kernels.models.backward_cost import kept_inputs
-from kernels.models.cost import next_power_of_2, walk_of
+from kernels.models.cost import cdiv, next_power_of_2, runs_bytes, walk_of
 from kernels.models.stage_cost import kernel_stages
 from kernels.models.stage_type import StageCost
 from kernels.planning.point import Point
@@ -28,7 +28,7 @@ def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
     walk = walk_of(point)
     passes = 1 if min(next_power_of_2(T), point.max_row_block) >= T else 2
     sp = Tq * T * e_sp
-    return {
+    found = {
         ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
         ("scores", "K", "load"): G * walk.keys_loaded * d * e,
         ("scores", "S", "store"): G * sp,
@@ -38,6 +38,12 @@ def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
         ("pv", "V", "load"): G * walk.span * d * e,
         ("pv", "O", "store"): G * Tq * d * e,
     }
+    runs = runs_bytes(point)  # every score tile's program reads its rows' runs, and pv's once
+    return found | (
+        {("scores", "BOUNDS", "load"): runs * cdiv(T, point.block_n), ("pv", "BOUNDS", "load"): runs}
+        if runs
+        else {}
+    )
 
 
 def stage_costs(point: Point) -> list[StageCost]:

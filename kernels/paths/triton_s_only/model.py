@@ -23,7 +23,7 @@ however many K/V heads there are).
 from __future__ import annotations
 
 from kernels.models.backward_cost import kept_inputs
-from kernels.models.cost import walk_of
+from kernels.models.cost import cdiv, runs_bytes, walk_of
 from kernels.models.stage_cost import kernel_stages
 from kernels.models.stage_type import StageCost
 from kernels.planning.point import Point
@@ -43,7 +43,7 @@ def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
     T, Tq, d, e, e_sp, G = point.tokens, point.queries, point.head_dim, point.e, point.e_sp, point.groups
     walk = walk_of(point)
     stats = Tq * STAT_BYTES
-    return {
+    found = {
         ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
         ("scores", "K", "load"): G * walk.keys_loaded * d * e,
         ("scores", "S", "store"): G * Tq * T * e_sp,
@@ -55,6 +55,13 @@ def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
         ("pv", "L", "load"): G * stats,
         ("pv", "V", "load"): G * walk.span * d * e,
         ("pv", "O", "store"): G * Tq * d * e,
+    }
+    runs = runs_bytes(point)  # every score tile's program reads its rows' runs, stats and pv once
+    if not runs:
+        return found
+    by_tiles = runs * cdiv(T, point.block_n)
+    return found | {
+        (kernel, "BOUNDS", "load"): n for kernel, n in (("scores", by_tiles), ("stats", runs), ("pv", runs))
     }
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kernels.models.cost import cdiv
+from kernels import masks
+from kernels.masks import tiles
+from kernels.models.cost import RUN_BYTES, cdiv
 from kernels.planning.gpus import GPUS
 from kernels.planning.point import Point
 from kernels.spec import MAX_GRID_YZ
@@ -84,17 +86,45 @@ def key_rows(queries: int, group: int, tokens: int, block_m: int, block_n: int, 
     return total
 
 
+@lru_cache(maxsize=1024)
+def masked_key_rows(
+    queries: int, group: int, tokens: int, block_m: int, block_n: int, mask: str, splits: int, chunk: int
+) -> int:
+    """K (or V) rows the partial kernel loads for one K/V head under a mask beyond causal: in
+    each split's chunk, the tiles from the one holding the block's smallest run start to the
+    block's largest run end (kernels.masks.tiles.row_bounds), cut at T."""
+    runs = tiles.row_bounds(masks.parse(mask), tokens, queries)
+    rows = group * queries
+    total = 0
+    for m in range(cdiv(rows, block_m)):
+        block = [runs[r % queries] for r in range(m * block_m, min(rows, (m + 1) * block_m))]
+        first = min(lo for lo, _ in block) // block_n * block_n
+        end = max(hi for _, hi in block)
+        for split in range(splits):
+            lo, hi = max(split * chunk, first), min(tokens, split * chunk + chunk, end)
+            total += min(tokens, lo + cdiv(hi - lo, block_n) * block_n) - lo if hi > lo else 0
+    return total
+
+
+def kv_rows(point: Point, splits: int, chunk: int) -> int:
+    """K (or V) rows the partial kernel loads for one K/V head, under the point's mask."""
+    shape = (point.queries, point.group_size, point.tokens, point.block_m, point.block_n)
+    if masks.beyond_causal(point.mask_kind):
+        return masked_key_rows(*shape, point.mask, splits, chunk)
+    return key_rows(*shape, point.causal)
+
+
 def as_issued(point: Point, num_splits: int | None = None) -> dict[tuple[str, str, str], int]:
     """Bytes by (kernel, tensor, op) as the kernels issue them, at the point's split count
-    (its num_splits, else the default) or ``num_splits``."""
-    splits, _ = point_plan(point, num_splits)
+    (its num_splits, else the default) or ``num_splits``; under a mask beyond causal, each
+    program reads its rows' runs of keys too."""
+    splits, chunk = point_plan(point, num_splits)
     d, e = point.head_dim, point.e
     rows = point.groups * point.queries  # B·H·query_tokens: O's rows
-    kv = point.kv_groups * key_rows(
-        point.queries, point.group_size, point.tokens, point.block_m, point.block_n, point.causal
-    )
+    kv = point.kv_groups * kv_rows(point, splits, chunk)
     partials = rows * splits
-    return {
+    runs = {(PARTIAL, "BOUNDS", "load"): partials * RUN_BYTES} if masks.beyond_causal(point.mask_kind) else {}
+    return runs | {
         (PARTIAL, "Q", "load"): splits * rows * d * e,
         (PARTIAL, "K", "load"): kv * d * e,
         (PARTIAL, "V", "load"): kv * d * e,
