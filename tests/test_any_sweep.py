@@ -49,6 +49,8 @@ MOST_POINTS = 24  # a drawn sweep with more points is drawn again (the tables' t
 PAGES_MOST_POINTS = 12  # and for the pages
 DRAWN_PAGES = 1  # drawn sweeps rendered, beside the issue's two
 NOTHING = "**Nothing to show here:**"
+# a mask of each kind at the small grid's lengths (the schema takes any string kernels.masks reads)
+SMALL_MASKS = ["full", "causal", "window:5", "documents:16", "documents-full:9", "prefix:7"]
 PLUGINS = ("any_plain", "any_chunked", "any_fused")
 
 
@@ -127,6 +129,7 @@ def small_grid(impls: list[str]) -> dict:
     span["to"] |= {"minimum": 0.25, "maximum": 3}
     span["step"] |= {"minimum": 1.3}
     props["head_dim"]["items"] = {"enum": [16, 32]}
+    props["mask"]["items"] = {"enum": SMALL_MASKS}
     props["blocks"]["items"]["items"] = {"enum": [16, 32]}
     return grid
 
@@ -141,7 +144,10 @@ def validated(config: dict) -> dict:
 
 
 # planning's refusals of a sweep the schema lets through: each names its field
-REFUSALS = re.compile(r"(kv_heads|query_tokens)=\d+: |tokens_across_cache( with fills: kv needs one|: )")
+REFUSALS = re.compile(
+    r"(kv_heads|query_tokens)=\d+: |tokens_across_cache( with fills: kv needs one|: )"
+    r"|mask '|causal .* and mask .* both"
+)
 
 
 def planned(config: dict) -> tuple[list[dict], list[Point]] | None:
@@ -237,11 +243,19 @@ GROUPED_ONLY = {
     | {"head_dim": [16], "blocks": [[16, 32]], "pass": ["forward", "backward"]},
     "device": "cpu",
 }
+# every kind beyond causal, square and at decode, on paths that take them and one whose backward does not
+MASKED = {
+    "sweep": {"impls": ["sdpa", "triton_naive", "triton_flash"], "tokens": [48], "query_tokens": [None, 4]}
+    | {"mask": ["window:5", "documents:16", "prefix:7"], "head_dim": [16], "blocks": [[16, 16]]}
+    | {"pass": ["forward", "backward"]},
+    "device": "cpu",
+}
 
 
 @settings(max_examples=30, **DRAWING)
 @example(config=DECODE_ONLY)
 @example(config=GROUPED_ONLY)
+@example(config=MASKED)
 @given(config=st.deferred(lambda: configs(impls())))
 def test_any_sweep_the_schema_accepts_plans_and_makes_every_table(config, tmp_path_factory):
     results = tmp_path_factory.mktemp("sweep") / "results"
@@ -256,7 +270,8 @@ def shown(error: dict) -> str:
 
 
 def test_a_few_drawn_sweeps_render_every_page_and_the_index(tmp_path):
-    """The issue's two studies (decode points only, grouped heads only) and sweeps drawn as
+    """The issue's two studies (decode points only, grouped heads only), one of masks beyond
+    causal, and sweeps drawn as
     above render every page (in one kernel, without torch) and the index, each section with
     nothing to show saying what it would show and why."""
     studies: dict[Path, dict] = {}
@@ -268,7 +283,7 @@ def test_a_few_drawn_sweeps_render_every_page_and_the_index(tmp_path):
             studies[folder] = config
         return made
 
-    assert add(DECODE_ONLY, MOST_POINTS) and add(GROUPED_ONLY, MOST_POINTS)
+    assert add(DECODE_ONLY, MOST_POINTS) and add(GROUPED_ONLY, MOST_POINTS) and add(MASKED, 2 * MOST_POINTS)
 
     @settings(max_examples=DRAWN_PAGES, **DRAWING)
     @given(config=st.deferred(lambda: configs(impls())))

@@ -17,7 +17,7 @@ from kernels.planning.point import Point, add_cli_arguments
 
 
 def decode_point(**kw) -> Point:
-    fields = dict(impl="triton_flash", batch=2, heads=8, tokens=77, head_dim=16, dtype="float16", causal=True)
+    fields = dict(impl="triton_flash", batch=2, heads=8, tokens=77, head_dim=16, dtype="float16", mask=True)
     return Point(**(fields | kw))
 
 
@@ -113,7 +113,7 @@ def test_the_reference_aligns_causal_to_the_end():
 
 
 def test_the_model_counts_kv_once_per_kv_head_and_scores_per_query():
-    point = decode_point(impl="torch_naive", query_tokens=1, kv_heads=2, causal=False)
+    point = decode_point(impl="torch_naive", query_tokens=1, kv_heads=2, mask=False)
     moved = cost.compulsory_transfers(point)
     assert moved[("scores", "K", "load")] == 2 * 2 * 77 * 16 * 2
     assert moved[("scores", "S", "store")] == 2 * 8 * 1 * 77 * 2

@@ -115,7 +115,9 @@ def test_a_forced_backend_is_asked_about_the_points_shape(monkeypatch):
 
     import kernels.paths.sdpa.forward as sdpa
 
-    def grouped_refused(backend, dtype, device, head_dim, causal, query_tokens=None, kv_heads=None):
+    def grouped_refused(
+        backend, dtype, device, head_dim, causal, query_tokens=None, kv_heads=None, mask=None
+    ):
         return None if kv_heads is None else f"{backend} refuses grouped heads"
 
     monkeypatch.setattr(sdpa, "unavailable", grouped_refused)

@@ -60,7 +60,7 @@ def test_every_sdpa_backend_is_measured_or_skipped_naming_it():
     from kernels.measure.validate import validate
     from kernels.paths.sdpa.forward import BACKENDS, unavailable
 
-    point = dict(batch=1, heads=2, tokens=96, head_dim=32, dtype="float32", causal=True)
+    point = dict(batch=1, heads=2, tokens=96, head_dim=32, dtype="float32", mask=True)
     for backend in BACKENDS:
         with windows(QUICK):  # whether it runs is asked here, not how steadily
             record = measure(Point(f"sdpa_{backend}", **point), "cpu")

@@ -82,7 +82,7 @@ def test_compulsory_and_summary():
     ],
 )
 def test_bad_points(field, value, message):
-    args = dict(impl="sdpa", batch=1, heads=1, tokens=8, head_dim=16, dtype="float16", causal=False)
+    args = dict(impl="sdpa", batch=1, heads=1, tokens=8, head_dim=16, dtype="float16", mask=False)
     args[field] = value
     with pytest.raises(ValueError, match=message):
         Point(**args)

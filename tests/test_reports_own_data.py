@@ -17,7 +17,7 @@ from kernels.measure.timing import Windows, windows
 from kernels.planning.point import Point
 
 MIB = 1 << 20
-SHAPE = {"batch": 1, "heads": 1, "tokens": 80, "head_dim": 32, "dtype": "bfloat16", "causal": False}
+SHAPE = {"batch": 1, "heads": 1, "tokens": 80, "head_dim": 32, "dtype": "bfloat16", "mask": False}
 POINTS = [
     Point("torch_naive", **SHAPE),
     Point("sdpa", **SHAPE),

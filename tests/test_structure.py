@@ -83,7 +83,9 @@ def allowed_words(schema: dict) -> list[str]:
     inner = inner.get("items", inner)  # blocks: pairs of enums
     if "enum" in inner:
         return [flow(v) for v in inner["enum"]]
-    if inner.get("type") == "string":  # names checked elsewhere: the registry, Python's import
+    if inner.get("type") == "string":  # checked elsewhere: the registry, Python's import, kernels.masks
+        if ":" in inner["pattern"]:
+            return ["mask strings"]
         return ["names" if "a-z0-9_" in inner["pattern"] else "module names"]
     if inner.get("type") == "boolean":
         return ["true", "false"]

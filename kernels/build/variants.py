@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.impl.triton.launch import Launch
 from kernels.planning.cases import Shape
 from kernels.planning.point import Point
@@ -49,16 +49,24 @@ def impl_launches(
     sp_dtype=None,
     max_row_block=MAX_ROW_BLOCK,
     num_splits=None,
+    mask=None,
 ) -> list[Launch]:
     """The launches of one call of a Triton implementation on these inputs, as its
-    registration plans them ([] where it gives no planner: its kernels compile on first call)."""
+    registration plans them ([] where it gives no planner: its kernels compile on first call);
+    ``mask``: a mask beyond causal, for a path that takes it (its block-sparse variants)."""
     entry = catalog.get(impl)
     planner = entry.planned_launches()
     if planner is None:
         return []
     given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block, "num_splits": num_splits}
     options = {name: value for name, value in given.items() if name in entry.options and value is not None}
-    return planner(q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options)
+    return planner(q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options, **masked(entry, mask))
+
+
+def masked(entry: catalog.Implementation, mask) -> dict:
+    """``mask=`` for a planner, where the mask is beyond causal (a path is planned with it only
+    then: causal and full are its ``causal=``, and a path that takes no mask plans none)."""
+    return {"mask": mask} if mask is not None and masks.beyond_causal(mask) and entry.takes_masks else {}
 
 
 def point_launches(point: Point) -> list[Launch]:
@@ -69,13 +77,23 @@ def point_launches(point: Point) -> list[Launch]:
     q, k, v = meta_qkv(point)
     bm, bn = point.block_m, point.block_n
     forward = impl_launches(
-        point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block, point.num_splits
-    )
+        point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block, point.num_splits,
+        point.mask_kind,
+    )  # fmt: skip
     return forward + (backward_launches(point) if point.backward else [])
 
 
 def impl_backward_launches(
-    impl: str, q, k, v, causal: bool, block_m: int, block_n: int, sp_dtype=None, max_row_block=MAX_ROW_BLOCK
+    impl: str,
+    q,
+    k,
+    v,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    sp_dtype=None,
+    max_row_block=MAX_ROW_BLOCK,
+    mask=None,
 ) -> list[Launch]:
     """The launches of one backward of a Triton implementation on these inputs, as its
     backward module plans them ([] for a path without a backward module)."""
@@ -86,7 +104,7 @@ def impl_backward_launches(
     given = {"sp_dtype": sp_dtype, "max_row_block": max_row_block}
     options = {name: value for name, value in given.items() if name in entry.options and value is not None}
     return module.planned_backward_launches(
-        q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options
+        q, k, v, causal=causal, block_m=block_m, block_n=block_n, **options, **masked(entry, mask)
     )
 
 
@@ -97,7 +115,7 @@ def backward_launches(point: Point) -> list[Launch]:
     q, k, v = meta_qkv(point)
     bm, bn = point.block_m, point.block_n
     return impl_backward_launches(
-        point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block
+        point.impl, q, k, v, point.causal, bm, bn, point.sp_dtype, point.max_row_block, point.mask_kind
     )
 
 
@@ -124,6 +142,7 @@ def candidate_launches(point: Point) -> list[Launch]:
     q, k, v = meta_qkv(point)
     plan = entry.planned_launches()
     blocks = dict(causal=point.causal, block_m=point.block_m, block_n=point.block_n)
+    blocks |= masked(entry, point.mask_kind)
     return [
         launch
         for warps, stages in candidates(point)

@@ -76,9 +76,7 @@ def run_predict(args: argparse.Namespace) -> int:
         try:
             shape = dict(batch=args.batch, heads=args.heads, tokens=tokens, head_dim=args.head_dim)
             points.append(
-                Point(
-                    impl, **shape, dtype=args.dtype, causal=args.causal, block_m=blocks[0], block_n=blocks[1]
-                )
+                Point(impl, **shape, dtype=args.dtype, mask=args.causal, block_m=blocks[0], block_n=blocks[1])
             )
         except ValueError as err:
             raise SystemExit(f"predict: {err}") from None

@@ -10,7 +10,7 @@ import pandas as pd
 
 # What makes two points' inputs the same: the shape, the dtype, the mask, what q, k, v hold
 # and the device (the seed is the run's).
-SAME_INPUTS = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "inputs", "device"]
+SAME_INPUTS = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "mask", "inputs", "device"]
 
 
 def throughput(metrics: pd.DataFrame) -> pd.DataFrame:

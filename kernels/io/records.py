@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernels import masks
 from kernels.io.atomic import write_text_atomic
 from kernels.io.seal import broken_seal
 from kernels.spec import DEFAULT_PASS
@@ -114,6 +115,7 @@ ABSENT_MEANS: dict[str, Any] = {
     "pass": DEFAULT_PASS,
     "query_tokens": lambda row: row.get("tokens"),
     "kv_heads": lambda row: row.get("heads"),
+    "mask": lambda row: masks.from_causal(bool(row.get("causal"))).spelled(),  # before masks
 }
 
 

@@ -27,6 +27,7 @@ POINT_KEY = [
     "head_dim",
     "dtype",
     "causal",
+    "mask",
     "inputs",
     "block_m",
     "block_n",

@@ -69,7 +69,8 @@ def block_map(
         full_first = -(-last_lo // block_n)
         full_stop = -(-tokens // block_n) if first_hi >= tokens else first_hi // block_n
         full = range(max(first, full_first), min(stop, full_stop))
-        partial = tuple(n for n in range(first, stop) if n not in full)
+        before, after = (full.start, full.stop) if full else (stop, stop)  # the partial ones: either side
+        partial = (*range(first, before), *range(after, stop))
         visits.append(BlockVisit(rows, first, stop, partial))
     return visits
 

@@ -1,5 +1,6 @@
 """Every reason a sweep point is recorded as skipped instead of measured, decided here and
-nowhere else: a backward point's path has no backward, a kernel it launches cannot build for
+nowhere else: a backward point's path has no backward, its path (or backward) does not take
+the point's mask, a kernel it launches cannot build for
 a required target, its implementation failed validation (its gradients', for a backward
 point), the device is absent or lacks the SDPA backend the point forces, it would not fit in
 memory, it is predicted to take longer than the time budget, or it is too large for the
@@ -58,6 +59,16 @@ def no_backward(point: Point) -> str | None:
     return f"no backward: {why}" if why else None
 
 
+def mask_not_taken(point: Point) -> str | None:
+    """A point under a mask its implementation does not take (its backward's, for a backward
+    point): the registration's masks= or backward_masks= say which it takes."""
+    entry = catalog.get(point.impl)
+    why = entry.mask_refusal(point.mask_kind)
+    if why is None and point.backward:
+        why = entry.backward_mask_refusal(point.mask_kind)
+    return f"unsupported mask: {why}" if why else None
+
+
 def shape_not_taken(point: Point) -> str | None:
     """A point with query_tokens or kv_heads that its implementation does not take."""
     why = catalog.get(point.impl).shape_refusal(point.query_tokens is not None, point.kv_heads is not None)
@@ -85,7 +96,8 @@ def backend_unavailable(point: Point, device: str) -> str | None:
     from kernels.paths.sdpa.forward import unavailable
 
     shape = {"query_tokens": point.query_tokens, "kv_heads": point.kv_heads}
-    why = unavailable(backend, getattr(torch, point.dtype), device, point.head_dim, point.causal, **shape)
+    dtype = getattr(torch, point.dtype)
+    why = unavailable(backend, dtype, device, point.head_dim, point.causal, **shape, mask=point.mask_kind)
     return f"unsupported on this device: {why}" if why else None
 
 
@@ -182,6 +194,7 @@ def skip_reason(
     return (
         shape_not_taken(point)
         or no_backward(point)
+        or mask_not_taken(point)
         or build_failure(point.name, builds, required_targets)
         or validation_failure(validation, point.direction)
         or device_absent(device)

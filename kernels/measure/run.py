@@ -105,6 +105,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "head_dim": point.head_dim,
         "dtype": point.dtype,
         "causal": point.causal,
+        "mask": point.mask,
         "inputs": point.inputs,
         "pass": point.direction,
         "block_m": point.block_m,

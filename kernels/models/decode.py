@@ -47,7 +47,7 @@ def cases(sweep: dict | list[dict]) -> list[Point]:
     for p in points(sweep):
         if p.square or p.backward:
             continue
-        key = (p.batch, p.heads, p.kv, p.tokens, p.head_dim, p.dtype, p.causal)
+        key = (p.batch, p.heads, p.kv, p.tokens, p.head_dim, p.dtype, p.mask)
         found.setdefault(key, p)
     return [found[k] for k in sorted(found)]
 
@@ -151,6 +151,7 @@ def rows(sweep: dict | list[dict]) -> list[dict]:
                 "head_dim": point.head_dim,
                 "dtype": point.dtype,
                 "causal": point.causal,
+                "mask": point.mask,
                 "rows_per_kv_head": point.queries * point.group_size,
                 "sp_bytes": held["sp"],
                 "kv_bytes": held["kv"],

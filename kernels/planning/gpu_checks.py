@@ -11,7 +11,7 @@ from kernels.spec import DEFAULT_BLOCK, DTYPES
 VALIDATION_DTYPES: tuple[str, ...] = DTYPES
 VALIDATION_BLOCKS: tuple[int, int] = (DEFAULT_BLOCK, DEFAULT_BLOCK)
 # Nsight Compute's DRAM bytes where S and P (256 MiB each) far exceed any L2
-_NCU_SHAPE = dict(batch=1, heads=16, tokens=8192, head_dim=128, dtype="bfloat16", causal=False)
+_NCU_SHAPE = dict(batch=1, heads=16, tokens=8192, head_dim=128, dtype="bfloat16", mask="full")
 
 
 def validation_impls() -> tuple[str, ...]:

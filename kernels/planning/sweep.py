@@ -102,12 +102,13 @@ def resolved(sweep: dict | list[dict], cache_bytes: int | None) -> list[dict]:
 def masks_of(grid: dict) -> list:
     """The grid's masks: its ``mask`` list, or its ``causal`` list (the older spelling: true is
     causal, false full; both when the grid names neither). Giving both is an error."""
-    if "mask" in grid and grid.get("causal") is not None:
+    given, causal = grid.get("mask"), grid.get("causal")
+    if given is not None and causal is not None:
         raise ValueError(
-            f"causal {grid['causal']} and mask {grid['mask']} both given: give one "
-            "(mask: [causal, full] is causal: [true, false])"
+            f"causal {causal} and mask {given} both given: give one (mask: [causal, full] is causal: "
+            "[true, false])"
         )
-    return list(grid["mask"]) if "mask" in grid else list(grid.get("causal") or [True, False])
+    return list(given) if given is not None else list(causal if causal is not None else [True, False])
 
 
 def _combinations(grid: dict, cache_bytes: int | None):

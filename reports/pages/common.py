@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from kernels import masks
 from kernels.spec import LARGE_INPUT
 from reports.pages import inputs, log_ticks
 
@@ -63,25 +64,52 @@ def square(table):
     return table[(table["query_tokens"] == table["tokens"]) & (table["kv_heads"] == table["heads"])]
 
 
-def load(summary: bool = True, problems: str = "square", **paths: str) -> SimpleNamespace:
+def load(
+    summary: bool = True, problems: str = "square", masks: str = "causal or full", **paths: str
+) -> SimpleNamespace:
     """Read every input of a page (``metrics=...``, ``env=...``, ...) through the one loader
     (reports.pages.inputs: a file that cannot be used stops the page with its name and the
     reason), set the figure style and, when there are metrics and provenance, show the run
     summary (of every point). ``problems="square"``: the tables narrowed to the square
-    problem, the question of every page but the decode one (which asks for "all")."""
+    problem, the question of every page but the decode one (which asks for "all").
+    ``masks="causal or full"``: the tables narrowed to the two masks every page but the Masks
+    one compares (which asks for "all")."""
     from IPython.display import Markdown, display
 
     read = {name: inputs.read(name, path) for name, path in paths.items()}
     style()
     if summary and "metrics" in read and "env" in read:
         display(Markdown(run_summary(read["metrics"], read["env"], read.get("backward"))))
+    if masks != "all":
+        masked = beyond_causal(read.get("metrics"))
+        read = {name: causal_or_full(value) for name, value in read.items()}
     left_out = points_elsewhere(read.get("metrics") if problems == "square" else None, read.get("backward"))
+    if masks != "all":
+        left_out[MASKED_ELSEWHERE] = masked
     if problems == "square":
         read = {name: square(value) for name, value in read.items()}
     if "metrics" in read:
         read["metrics"].attrs["elsewhere"] = left_out
     return SimpleNamespace(**read)
 
+
+def causal_or_full(table):
+    """The rows of a table under the causal mask or none (a table without a mask column, or
+    not a table, as it is)."""
+    if not isinstance(table, pd.DataFrame) or "mask" not in table.columns:
+        return table
+    return table[table["mask"].isin(UNMASKED)]
+
+
+def beyond_causal(table) -> int:
+    """How many rows of a table hold a mask beyond causal (0 without a table or mask column)."""
+    if not isinstance(table, pd.DataFrame) or "mask" not in table.columns:
+        return 0
+    return int((~table["mask"].isin(UNMASKED)).sum())
+
+
+UNMASKED = tuple(masks.from_causal(causal).spelled() for causal in (True, False))
+MASKED_ELSEWHERE = "under a mask beyond causal (the index lists them)"
 
 # the points a square page's metrics leave out, by where they are shown
 BACKWARD_ELSEWHERE = "backward (the Training page shows them)"

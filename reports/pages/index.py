@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels import masks
 from kernels.io.atomic import write_text_atomic
 from kernels.io.benchmarks import DAMAGED, STALE, WORKER
 from kernels.io.tables import POINT_KEY as TABLE_KEY
@@ -20,6 +21,7 @@ from reports.pages.common import (
     SORTABLE_SCRIPT,
     busy,
     busy_listed,
+    causal_or_full,
     device_label,
     names,
     nonfinite,
@@ -108,10 +110,13 @@ def _reason(r) -> str:
 
 
 def with_inference_dims(frame: pd.DataFrame) -> pd.DataFrame:
-    """A table written before the inference dimensions holds the square problem."""
+    """A table written before the inference dimensions holds the square problem, and one
+    written before masks the mask its causal column says."""
+    unmasked = frame["causal"].map(lambda causal: masks.from_causal(bool(causal)).spelled())
     return frame.assign(
         query_tokens=frame.get("query_tokens", frame["tokens"]),
         kv_heads=frame.get("kv_heads", frame["heads"]),
+        mask=frame["mask"].fillna(unmasked) if "mask" in frame else unmasked,
     )
 
 
@@ -613,7 +618,7 @@ def render(
     benchmarks per rule, the links to the per-job and per-rule tables, the records left out
     and the link to their table (time_spent)."""
     failed_pages = failed_pages or []
-    forward = metrics
+    forward = causal_or_full(metrics)  # the findings compare the pages' masks; every point is listed
     if training and training[0] is not None and not training[0].empty:
         metrics = pd.concat([metrics, training[0]], ignore_index=True)
     warnings = [

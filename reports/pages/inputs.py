@@ -43,9 +43,9 @@ class Input:
     leaf: str | None = None
 
 
-# the key columns a page needs (the inference dimensions and num_splits are read where a table
-# has them: one written before them lacks them)
-POINT_KEY = [k for k in RECORD_KEY if k not in (*INFERENCE_DIMS, "num_splits")]
+# the key columns a page needs (the inference dimensions, num_splits and mask are read where a
+# table has them: one written before them lacks them)
+POINT_KEY = [k for k in RECORD_KEY if k not in (*INFERENCE_DIMS, "num_splits", "mask")]
 
 METRICS = (
     *[k for k in POINT_KEY if k != "device"],

@@ -113,17 +113,19 @@ def unavailable(
     causal: bool,
     query_tokens: int | None = None,
     kv_heads: int | None = None,
+    mask: masks.Mask | None = None,
 ) -> str | None:
     """Why the forced ``backend`` cannot run inputs of this dtype, head dim and shape here, or
     None when it can: a call on a small input of the same kind tells. ``query_tokens`` and
     ``kv_heads`` as a Point holds them (None: the square problem): given, the call has fewer
-    queries than keys, or query heads sharing a K/V head."""
+    queries than keys, or query heads sharing a K/V head. ``mask``: the point's, where it is
+    beyond causal (the call then passes a dense mask, whatever the mask keeps of the probe)."""
     group = PROBE_GROUP if kv_heads is not None else 1
     queries = min(query_tokens, PROBE_KEYS - 1) if query_tokens is not None else PROBE_KEYS
     q = torch.randn(1, group, queries, head_dim, device=device).to(dtype)
     kv = torch.randn(1, 1, PROBE_KEYS, head_dim, device=device).to(dtype)
     try:
-        sdpa(q, kv, kv, causal, backend)
+        sdpa(q, kv, kv, causal, backend, mask if mask is not None and masks.beyond_causal(mask) else None)
     except BackendUnavailableError as err:
         return str(err)
     return None

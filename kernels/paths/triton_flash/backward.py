@@ -518,9 +518,10 @@ def backward(
     return grads
 
 
-def planned_backward_launches(q, k, v, *, causal, block_m, block_n, **options) -> list[Launch]:
+def planned_backward_launches(q, k, v, *, causal, block_m, block_n, mask=None, **options) -> list[Launch]:
     """One backward's launches on tensors allocated as a call allocates them (O like q, as
     the forward does; dO like q; LSE and the gradients contiguous): nothing runs."""
     saved = (torch.empty_like(q), lse_tensor(q))
     grads = empty_gradients(q, k, v)
-    return backward_launches(torch.empty_like(q), q, k, v, saved, grads, causal, block_m, block_n, **options)
+    do = torch.empty_like(q)
+    return backward_launches(do, q, k, v, saved, grads, causal, block_m, block_n, mask=mask, **options)

@@ -284,10 +284,12 @@ def attention_fwd_launch(
     )
 
 
-def planned_launches(q, k, v, *, causal, block_m, block_n, num_warps=None, num_stages=None):
-    """One call's launch on an output allocated like the call's (meta tensors: the build)."""
-    o = torch.empty_like(q)
-    return [attention_fwd_launch(q, k, v, o, causal, block_m, block_n, True, num_warps, num_stages)]
+def planned_launches(q, k, v, *, causal, block_m, block_n, num_warps=None, num_stages=None, mask=None):
+    """One call's launch on an output allocated like the call's (meta tensors: the build);
+    under ``mask`` beyond causal, the block-sparse variant reading each row's run of keys."""
+    o, bounds = torch.empty_like(q), key_runs(mask, q, k)
+    options = dict(num_warps=num_warps, num_stages=num_stages, bounds=bounds)
+    return [attention_fwd_launch(q, k, v, o, causal, block_m, block_n, True, **options)]
 
 
 def triton_flash(

@@ -338,10 +338,13 @@ def sp_tensors(q: torch.Tensor, sp_dtype=None, k: torch.Tensor | None = None):
     return s, torch.empty_like(s)
 
 
-def planned_launches(q, k, v, *, causal, block_m, block_n, sp_dtype=None, max_row_block=MAX_ROW_BLOCK):
+def planned_launches(
+    q, k, v, *, causal, block_m, block_n, sp_dtype=None, max_row_block=MAX_ROW_BLOCK, mask=None
+):
     """One call's launches on tensors allocated like the call's (meta tensors: the build)."""
     s, p = sp_tensors(q, sp_dtype, k)
-    return naive_launches(q, k, v, s, p, torch.empty_like(q), causal, block_m, block_n, max_row_block)
+    o, bounds = torch.empty_like(q), key_runs(mask, q, k)
+    return naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block, bounds)
 
 
 TRITON_NAIVE_STAGES = ("scores", "softmax", "pv")  # one kernel each, in launch order

@@ -327,9 +327,10 @@ def s_only_tensors(q: torch.Tensor, k: torch.Tensor | None = None):
     return s, m, torch.empty_like(m)
 
 
-def planned_launches(q, k, v, *, causal, block_m, block_n):
+def planned_launches(q, k, v, *, causal, block_m, block_n, mask=None):
     """One call's launches on tensors allocated like the call's (meta tensors: the build)."""
-    return s_only_launches(q, k, v, *s_only_tensors(q, k), torch.empty_like(q), causal, block_m, block_n)
+    o, bounds = torch.empty_like(q), key_runs(mask, q, k)
+    return s_only_launches(q, k, v, *s_only_tensors(q, k), o, causal, block_m, block_n, bounds)
 
 
 def triton_s_only_stages(q, k, v, causal: bool, block_m: int, block_n: int):

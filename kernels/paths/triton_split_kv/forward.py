@@ -232,10 +232,11 @@ def split_kv_launches(
     return [partial, merge]
 
 
-def planned_launches(q, k, v, *, causal, block_m, block_n, num_splits=None) -> list[Launch]:
+def planned_launches(q, k, v, *, causal, block_m, block_n, num_splits=None, mask=None) -> list[Launch]:
     """One call's launches on an output and partials allocated like the call's (meta
     tensors: the build)."""
-    return split_kv_launches(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_splits)
+    bounds = key_runs(mask, q, k)
+    return split_kv_launches(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_splits, bounds)
 
 
 def triton_split_kv(

@@ -21,9 +21,10 @@ from kernels.impl.triton.common import check_triton_device, key_runs
 from kernels.paths.triton_flash.forward import attention_fwd_launch
 
 
-def planned_launches(q, k, v, *, causal, block_m, block_n):
+def planned_launches(q, k, v, *, causal, block_m, block_n, mask=None):
     """One call's launch on an output allocated like the call's (meta tensors: the build)."""
-    return [attention_fwd_launch(q, k, v, torch.empty_like(q), causal, block_m, block_n, carry_stats=False)]
+    o, bounds = torch.empty_like(q), key_runs(mask, q, k)
+    return [attention_fwd_launch(q, k, v, o, causal, block_m, block_n, carry_stats=False, bounds=bounds)]
 
 
 def triton_tile_softmax(
