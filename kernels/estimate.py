@@ -84,7 +84,7 @@ def calibration_sweep(points: list[Point]) -> list[dict]:
     grids = []
     for p in smallest.values():
         grid = {"impls": [p.impl], "batch": [p.batch], "heads": [p.heads], "tokens": [p.tokens]}
-        grid |= {"head_dim": [p.head_dim], "dtype": [p.dtype], "causal": [p.causal], "inputs": [p.inputs]}
+        grid |= {"head_dim": [p.head_dim], "dtype": [p.dtype], "mask": [p.mask], "inputs": [p.inputs]}
         grid |= {"pass": [p.direction]} | ({"blocks": [[p.block_m, p.block_n]]} if p.block_m else {})
         grid |= {"query_tokens": [p.query_tokens], "kv_heads": [p.kv_heads]}
         grids.append(grid)

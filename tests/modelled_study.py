@@ -26,7 +26,14 @@ from kernels.io.tables import write_tables
 from kernels.measure import gates
 from kernels.measure.ceilings import unavailable
 from kernels.measure.run import base_record
-from kernels.models import backward_predictions, decode, model_tables, prediction_tables, stage_predictions
+from kernels.models import (
+    backward_predictions,
+    decode,
+    mask_tiles,
+    model_tables,
+    prediction_tables,
+    stage_predictions,
+)
 from kernels.models.stages import stage_costs
 from kernels.planning.point import Point
 from kernels.planning.sweep import points, resolved
@@ -199,6 +206,7 @@ def write_results(
         grids, model / "matrix_sizes.csv", model / "block_traffic.csv", model / "softmax_example.json"
     )
     decode.write(grids, model / "decode.csv")
+    mask_tiles.write(grids, model / "mask_tiles.csv")
     prediction_tables.write(
         grids, [], model / "gpus.csv", model / "predictions.csv", model / "predicted_kernels.csv"
     )

@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable
 from functools import cache
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.io.computed_tables import write_table
 from kernels.models.backward_cost import as_issued_backward, executed_flops_backward, kept_bytes
 from kernels.models.backward_stage_cost import BACKWARD_HANDOFF, backward_kernel_costs
@@ -92,7 +92,9 @@ def crossing_shapes(sweep: dict | list[dict], training: dict) -> list[tuple]:
     """(d, dtype, causal, block_m, block_n) of every backward point of a Triton path, and of
     the training shape at the default blocks: the shapes the crossing is drawn for."""
     found = [
-        (p.head_dim, p.dtype, p.causal, p.block_m, p.block_n) for p in backward_points(sweep) if p.triton
+        (p.head_dim, p.dtype, p.causal, p.block_m, p.block_n)
+        for p in backward_points(sweep)
+        if p.triton and not masks.beyond_causal(p.mask_kind)  # the crossing compares causal and full
     ]
     model = training_point(training, catalog.triton_path("SP"))
     found.append((model.head_dim, model.dtype, model.causal, model.block_m, model.block_n))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.io.atomic import write_text_atomic
 from kernels.io.computed_tables import write_table
 from kernels.models import cost
@@ -37,8 +37,10 @@ def matrix_sizes() -> list[dict]:
 
 def block_traffic(sweep: dict | list[dict]) -> list[dict]:
     """The fused kernel's as-issued traffic for one head and square blocks, for every
-    (T, d, dtype, causal) of the sweep: larger blocks, fewer re-reads of K and V."""
-    cases = sorted({(p.tokens, p.head_dim, p.dtype, p.causal) for p in points(sweep) if p.square})
+    (T, d, dtype, causal) of the sweep's causal and full points: larger blocks, fewer re-reads
+    of K and V (the masks' own table is mask_tiles.csv)."""
+    unmasked = [p for p in points(sweep) if p.square and not masks.beyond_causal(p.mask_kind)]
+    cases = sorted({(p.tokens, p.head_dim, p.dtype, p.causal) for p in unmasked})
     fused = catalog.triton_path("none")
     rows = []
     for tokens, head_dim, dtype, causal in cases:

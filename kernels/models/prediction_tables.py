@@ -4,7 +4,7 @@ The predictions' tables for the "Predicted on GPUs" report, written into results
 the ``predict`` rule: the GPU figures used, both paths per shape of the sweep over a grid of
 T on every GPU, and each kernel's bytes, FLOPs and bound.
 
-A shape is a sweep point without its T and implementation: B, H, d, dtype, causal and the
+A shape is a sweep point without its T and implementation: B, H, d, dtype, mask and the
 Triton blocks (64 × 64 for the torch paths, which have none). Where the build stage found
 that a kernel of a path does not build for a GPU's target at one of the sweep's T, that path
 gets no prediction on that GPU, only the reason (a variant's resources do not depend on T).
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.io.computed_tables import write_table
 from kernels.models import predict
 from kernels.models.cost import transfers
@@ -46,7 +46,7 @@ def shapes(sweep: dict | list[dict]) -> dict[tuple, Point]:
             shape.heads,
             shape.head_dim,
             shape.dtype,
-            shape.causal,
+            shape.mask,
             shape.block_m,
             shape.block_n,
         )
@@ -55,7 +55,7 @@ def shapes(sweep: dict | list[dict]) -> dict[tuple, Point]:
 
 
 def shape_label(point: Point) -> str:
-    mask = "causal" if point.causal else "full"
+    mask = masks.file_form(point.mask_kind)
     return (
         f"B{point.batch}-H{point.heads}-d{point.head_dim}-{point.dtype}-{mask}-"
         f"bm{point.block_m}-bn{point.block_n}"
@@ -89,6 +89,8 @@ def prediction_rows(sweep: dict | list[dict], builds: list[dict], gpus: Iterable
     for shape in shapes(sweep).values():
         label = shape_label(shape)
         for tokens in sorted(set(GRID_TOKENS) | swept.get(label, set())):
+            if shape.mask_kind.refusal(tokens):
+                continue  # documents whose lengths sum to another T, a prefix past T
             sized = replace(shape, tokens=tokens)
             moves = {}  # each point's transfers, the same on every GPU: computed once
             for gpu in gpus:

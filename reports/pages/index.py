@@ -16,6 +16,7 @@ from kernels.io.atomic import write_text_atomic
 from kernels.io.benchmarks import DAMAGED, STALE, WORKER
 from kernels.io.tables import POINT_KEY as TABLE_KEY
 from reports.pages import decode, handoff_text, inputs, outcome
+from reports.pages import masks as masks_page
 from reports.pages import training as training_page
 from reports.pages.common import (
     SORTABLE_SCRIPT,
@@ -390,9 +391,12 @@ def findings(
     reports: dict,
     stage_times: pd.DataFrame | None = None,
     training: tuple | None = None,
+    masked: str | None = None,
 ) -> str:
     """The study's answers in a few lines, each computed from this run's tables and linked to
-    the page that shows it; ``training``: the backward, training-shape and crossing tables."""
+    the page that shows it; ``training``: the backward, training-shape and crossing tables;
+    ``masked``: the Masks page's finding (from every point, not only ``metrics``' causal and
+    full ones)."""
     # each page's question is the square problem's, but the decode page's
     squares, square_stages = square(metrics), square(stage_times)
     items = [
@@ -404,6 +408,7 @@ def findings(
         ("predicted", finding_prediction(predictions)),
         ("training", training_page.finding(*training) if training else None),
         ("decode", decode.finding(metrics)),
+        ("masks", masked),
     ]
     # a finding whose page did not render names it instead of linking it
     lines = [
@@ -611,6 +616,7 @@ def render(
     failed_pages: list[dict] | None = None,
     training: tuple | None = None,
     time: tuple[pd.DataFrame, str, str, pd.DataFrame, str] | None = None,
+    mask_tiles: pd.DataFrame | None = None,
 ) -> str:
     """The index page; ``failed_pages``: each page that did not render (failed_page);
     ``training``: the backward points' table, the training shape's and the crossing's (the
@@ -619,6 +625,7 @@ def render(
     and the link to their table (time_spent)."""
     failed_pages = failed_pages or []
     forward = causal_or_full(metrics)  # the findings compare the pages' masks; every point is listed
+    masked = masks_page.finding(metrics, mask_tiles) if mask_tiles is not None else None
     if training and training[0] is not None and not training[0].empty:
         metrics = pd.concat([metrics, training[0]], ignore_index=True)
     warnings = [
@@ -683,7 +690,7 @@ def render(
         f"optimize</h1><p class='when'>{'Measured' if ran else 'Recorded (no point ran)'} "
         f"{html.escape(run_span(metrics))}; "
         f"{html.escape(device_label(env))}.</p><h2>What this run found</h2>"
-        f"{findings(forward, env, predictions, reports, stage_times, training)}{banner}"
+        f"{findings(forward, env, predictions, reports, stage_times, training, masked)}{banner}"
         f"<h2>Reports</h2>{reports_list(reports, failed_pages)}"
         f"<h2>What ran where</h2>{_table(facts)}<h2>Every point</h2><p>A row per point of the sweep "
         f"(click a heading to sort), with its record and the log of its job.</p>"
@@ -710,6 +717,7 @@ def write(
     outcomes: list[str] | None = None,
     training_paths: tuple | None = None,
     benchmark_paths: tuple | None = None,
+    mask_tiles_path: str | os.PathLike | None = None,
 ) -> None:
     """The index for the executed report ``notebooks`` (results/reports/<name>.ipynb, the
     pages that rendered); ``files``: each point's record and log, ``tables``: the tables behind
@@ -718,7 +726,8 @@ def write(
     one named with its first error line and its log; ``training_paths``: backward.csv, the
     training shape's and the crossing's tables (the Training finding, the backward points);
     ``benchmark_paths``: the benchmarks' per-job, per-rule and left-out tables
-    (kernels.io.benchmarks), linked, the per-rule one shown and the left-out ones named."""
+    (kernels.io.benchmarks), linked, the per-rule one shown and the left-out ones named;
+    ``mask_tiles_path``: the model's mask table (the Masks finding)."""
     env = inputs.read("env", env_path)
     metrics = inputs.read("metrics", metrics_path)
     builds = inputs.read("builds", builds_path)
@@ -754,5 +763,6 @@ def write(
         failed,
         training,
         time,
+        inputs.read("mask_tiles", mask_tiles_path) if mask_tiles_path else None,
     )
     write_text_atomic(out, page)

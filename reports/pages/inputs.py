@@ -187,6 +187,15 @@ INPUTS = {
         ("tokens", "dtype", "element_bytes", "bytes"),
         ("tokens", "element_bytes", "bytes"),
     ),
+    "mask_tiles": Input(
+        "the model's masks: scores kept against tiles visited, and the masks' own bytes",
+        "table",
+        ("mask", "tokens", "query_tokens", "block", "kept_share", "visited_share", "partial_share")
+        + ("dense_mask_bytes", "runs_bytes"),
+        ("tokens", "query_tokens", "block", "kept_share", "visited_share", "partial_share")
+        + ("dense_mask_bytes", "runs_bytes"),
+        may_be_blank=True,
+    ),
     "block_traffic": Input(
         "the model's traffic against block size",
         "table",

@@ -56,13 +56,15 @@ rule collect:
 
 rule model:
     """The cost model's own tables for the reports: S/P sizes against T, the fused kernel's
-    traffic against its block size for every swept case, the seed's Figure 4 example and the
-    decode model of every inference case (kernels.models.decode)."""
+    traffic against its block size for every swept case, the seed's Figure 4 example, the
+    decode model of every inference case (kernels.models.decode) and each mask's kept scores
+    against the tiles a block-sparse kernel visits (kernels.models.mask_tiles)."""
     output:
         sizes=f"{RESULTS}/model/matrix_sizes.csv",
         block_traffic=f"{RESULTS}/model/block_traffic.csv",
         example=f"{RESULTS}/model/softmax_example.json",
         decode=f"{RESULTS}/model/decode.csv",
+        mask_tiles=f"{RESULTS}/model/mask_tiles.csv",
     log:
         f"{RESULTS}/logs/model.log",
     benchmark:

@@ -88,6 +88,7 @@ rule index:
         backward=rules.collect.output.backward,
         training=rules.backward_model.output.training,
         crossing=rules.backward_model.output.crossing,
+        mask_tiles=rules.model.output.mask_tiles,
         tables=TABLES,
     output:
         f"{RESULTS}/index.html",

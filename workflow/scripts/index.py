@@ -27,4 +27,5 @@ with logged_to(smk.log[0]):
         list(smk.input.outcomes),
         (smk.input.backward, smk.input.training, smk.input.crossing),
         tables,
+        smk.input.mask_tiles,
     )

@@ -4,9 +4,11 @@ operations and FLOPs. Pure Python: no torch, no triton.
 
 The forward runs the seed's five stages as separate operations on whole (query_tokens × T)
 tensors, one per query head: scores (Q·Kᵀ into S), scale (S *= 1/√d in place), mask (S's
-future entries set to −∞ in place, when causal), softmax (S into P, in float32; for a 2-byte
+hidden entries set to −∞ in place through a boolean (query_tokens × T) mask, under any mask
+but full; beyond causal the call first builds that mask from the rows' runs of keys, a few
+elementwise passes not modelled here), softmax (S into P, in float32; for a 2-byte
 dtype into a float32 matrix first, then cast into P) and pv (P·V into O). Torch multiplies
-every tile, causal or not. With grouped heads each product stacks a K/V head's query heads as
+every tile, whatever the mask keeps. With grouped heads each product stacks a K/V head's query heads as
 its rows (kernels.paths.torch_naive.forward), so K and V are read once per K/V head,
 B·kv_heads·T·d·e each, while S and P keep a matrix per query head, B·H·query_tokens·T·e.
 A decode product (query_tokens = 1, few rows per K/V head) is then a matrix-vector product:
@@ -14,7 +16,7 @@ its bytes, not its FLOPs, set its time (kernels.models.expected).
 
 Autograd keeps q and v, a contiguous copy of Kᵀ (the first product keeps its operand), P in
 the input dtype (for P·V), the softmax's float32 result (for a 2-byte dtype a second T×T
-tensor; for float32 it is P) and, causal, the boolean mask (measured by
+tensor; for float32 it is P) and, under any mask but full, the boolean mask (measured by
 kernels.measure.saved, held against this in the tests).
 
 The backward (kernels.paths.torch_naive.backward_stages): dp (dO·Vᵀ into dP), ds (P∘dP into
@@ -24,6 +26,7 @@ dS, its row sums, then dS − P∘rowsum in place: seven T×T passes), dv (Pᵀ�
 
 from __future__ import annotations
 
+from kernels import masks
 from kernels.models.backward_cost import FLOAT32_BYTES, kept_inputs
 from kernels.models.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS
 from kernels.models.stage_type import StageCost
@@ -52,7 +55,7 @@ STAGES = ("scores", "scale", "mask", "softmax", "pv")
 DOES = {
     "scores": "S = Q·Kᵀ",
     "scale": "S ×= 1/√d, in place",
-    "mask": "S[j > i] = −∞, in place",
+    "mask": "S = −∞ where the mask hides a key, in place",
     "softmax": "P = softmax(S) by rows, in float32",
     "pv": "O = P·V",
 }
@@ -62,7 +65,12 @@ DS_PASSES = 7  # mul (P, dP → dS: 3), row sums (dS: 1), addcmul (dS, P → dS:
 
 
 def stage_names(point: Point) -> tuple[str, ...]:
-    return tuple(s for s in STAGES if s != "mask" or point.causal)
+    return tuple(s for s in STAGES if s != "mask" or masked(point))
+
+
+def masked(point: Point) -> bool:
+    """Whether the call masks S (every mask but full)."""
+    return point.mask_kind != masks.from_causal(False)
 
 
 def stage_costs(point: Point) -> list[StageCost]:
@@ -86,8 +94,8 @@ def kept(point: Point) -> dict[str, int]:
     found = kept_inputs(point) | {"P": n * e}
     if e != FLOAT32_BYTES:
         found["P float32"] = n * FLOAT32_BYTES
-    if point.causal:
-        found["mask"] = point.queries * point.tokens
+    if masked(point):
+        found["mask"] = point.queries * point.tokens * MASK_BYTES
     return found
 
 
