@@ -21,6 +21,7 @@ from workflow_run import ROOT, env, snakemake, worker_processes
 from kernels.models import budget
 from kernels.models.cost import summarize
 from kernels.planning.point import Point
+from kernels.planning.sweep import masks_of
 from reports.pages.publish import html_of
 
 DEFAULT = str(ROOT / "config" / "config.yaml")
@@ -41,7 +42,7 @@ def test_the_study_ran_on_warm_workers_and_left_none(study):
 def test_table_has_exactly_the_points_asked_for(study):
     table = pd.read_csv(study / "results" / "metrics.csv")
     grids = [g for g in yaml.safe_load(Path(CI).read_text())["sweep"] if g.get("pass") != ["backward"]]
-    assert len(table) == sum(len(g["impls"]) * len(g["tokens"]) * len(g["causal"]) for g in grids)
+    assert len(table) == sum(len(g["impls"]) * len(g["tokens"]) * len(masks_of(g)) for g in grids)
     assert set(table["impl"]) == {impl for g in grids for impl in g["impls"]}
     assert set(table["tokens"]) == {t for g in grids for t in g["tokens"]}
     # every point with normal inputs ran, but the SDPA backend a CPU lacks (tested below)
@@ -56,7 +57,7 @@ def test_table_has_exactly_the_points_asked_for(study):
             row.tokens,
             row.head_dim,
             row.dtype,
-            bool(row.causal),
+            row.mask,
             None if pd.isna(row.block_m) else int(row.block_m),
             None if pd.isna(row.block_n) else int(row.block_n),
             query_tokens=int(row.query_tokens),
@@ -123,8 +124,9 @@ def test_the_ceilings_are_timed_with_the_studys_timing(study):
 def test_no_job_runs_beside_a_timed_one(study):
     jobs = job_intervals(study)
     timed = [j for j in jobs if is_timed(j)]
-    # ceilings, ci's torch points (float16, float32, large, decode), and its torch backward points
-    assert len(timed) == 1 + 8 + 4 + 1 + 2 + 2
+    # ceilings, ci's torch points (float16, float32, large, decode), its torch backward points,
+    # and its torch points under masks beyond causal (forward and backward)
+    assert len(timed) == 1 + 8 + 4 + 1 + 2 + 2 + 4 + 4
     for job in timed:
         for other in jobs:
             if other is not job:
@@ -154,7 +156,8 @@ def test_the_backward_points_keep_and_move_what_their_models_say(study):
     Triton backwards counted at the model's bytes under the interpreter, the torch path timed
     alone and with its forward; the tile-local softmax skipped, naming why; the forward's
     table holds none of them."""
-    table = pd.read_csv(study / "results" / "backward.csv").set_index("impl")
+    table = pd.read_csv(study / "results" / "backward.csv")
+    table = table[table["mask"].isin(["causal", "full"])].set_index("impl")  # masks: tested below
     grid = next(g for g in yaml.safe_load(Path(CI).read_text())["sweep"] if g.get("pass") == ["backward"])
     assert sorted(table.index) == sorted(grid["impls"]) and set(table["pass"]) == {"backward"}
     skipped = table.loc["triton_tile_softmax"]
@@ -175,6 +178,30 @@ def test_the_backward_points_keep_and_move_what_their_models_say(study):
     assert set(stages[stages["impl"] == "torch_naive"]["stage"]) >= {"dp", "ds", "dv", "dq", "dk"}
     page = (study / "results" / "reports" / "training.html").read_text()
     assert "the bytes kept equal the model" in unescape(page)
+
+
+def test_the_masked_points_ran_counted_as_modelled_and_the_refused_backward_says_why(study):
+    """The ci preset's masks beyond causal: every forward ran, its output within the float64
+    check, the Triton ones counted at the model's bytes; the fused backward ran under each
+    mask, counted likewise; triton_naive's backward, which refuses them, is skipped naming its
+    registration; the Masks page and the index state what the mask kept."""
+    forward = pd.read_csv(study / "results" / "metrics.csv")
+    masked = forward[~forward["mask"].isin(["causal", "full"])]
+    assert set(masked["mask"]) == {"window:20", "documents:30+50+20"}
+    assert (masked["status"] == "ok").all(), masked[["impl", "status", "reason"]]
+    triton = masked[masked["impl"].str.startswith("triton")]
+    assert len(triton) == 4 and (triton["traffic_counted_bytes"] == triton["traffic_model_bytes"]).all()
+    backward = pd.read_csv(study / "results" / "backward.csv")
+    backward = backward[~backward["mask"].isin(["causal", "full"])].set_index(["impl", "mask"])
+    refused = backward.loc["triton_naive"]
+    assert (refused["status"] == "skipped").all()
+    assert refused["reason"].str.startswith("unsupported mask: impl='triton_naive''s backward").all()
+    flash = backward.loc["triton_flash"]
+    assert (flash["status"] == "ok").all()
+    assert (flash["traffic_counted_bytes"] == flash["traffic_model_bytes"]).all()
+    page = re.sub(r"<[^>]+>", "", unescape((study / "results" / "reports" / "masks.html").read_text()))
+    assert "window:20 at T = 100 (100 queries) keeps 18.1% of the scores" in page
+    assert "Under documents:30+50+20 at T = 100" in unescape((study / "results" / "index.html").read_text())
 
 
 def test_ci_study_flags_the_overflow_in_records_and_reports(study):

@@ -70,9 +70,10 @@ def masked(entry: catalog.Implementation, mask) -> dict:
 
 
 def point_launches(point: Point) -> list[Launch]:
-    """The launches of one call of the point's implementation ([] for the torch paths); a
+    """The launches of one call of the point's implementation ([] for the torch paths, and
+    for a path that does not take the point's mask: the point is recorded skipped); a
     backward point's also those of its backward."""
-    if not point.triton:
+    if not point.triton or catalog.get(point.impl).mask_refusal(point.mask_kind):
         return []
     q, k, v = meta_qkv(point)
     bm, bn = point.block_m, point.block_n
@@ -109,8 +110,9 @@ def impl_backward_launches(
 
 
 def backward_launches(point: Point) -> list[Launch]:
-    """The launches of one backward of the point's implementation ([] for the torch paths)."""
-    if not point.triton:
+    """The launches of one backward of the point's implementation ([] for the torch paths, and
+    for a backward that does not take the point's mask: the point is recorded skipped)."""
+    if not point.triton or catalog.get(point.impl).backward_mask_refusal(point.mask_kind):
         return []
     q, k, v = meta_qkv(point)
     bm, bn = point.block_m, point.block_n

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from kernels import catalog
+from kernels import catalog, masks
 from kernels.impl import mode
-from kernels.measure.chain_times import timed_chain
+from kernels.measure.chain_times import STAGES_UNMASKED, timed_chain
 from kernels.measure.memory import peak_allocated
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.verdict import RTOL_ABS, held_to_the_rule, past_bound
@@ -36,7 +36,7 @@ def gradient_check(point: Point, q, k, v, do, grads) -> dict:
     inputs (``gradients_past_bound``), the reason the point failed."""
     from kernels.measure.validate_backward import reference_gradients
 
-    ref = reference_gradients(q, k, v, do, point.causal)
+    ref = reference_gradients(q, k, v, do, point.mask_kind)
     bad = sum(int((~torch.isfinite(g)).sum().item()) for g in grads)
     errors = {
         name: ((g.double() - r).abs().max().item() if torch.isfinite(g).all() else None)
@@ -64,7 +64,7 @@ def gradients_past_bound(point: Point, q, k, v, do, grads, ref) -> str | None:
     exceeds 1e-5."""
     from kernels.measure.validate_backward import baseline_gradients, gradient_errors
 
-    base = baseline_gradients(q, k, v, do, point.causal)
+    base = baseline_gradients(q, k, v, do, point.mask_kind)
     for name, error, bound in gradient_errors(grads, ref, base):
         if not error <= bound:
             return past_bound(f"its {name}", error, bound, BOUND_RULE)
@@ -89,6 +89,8 @@ def timed_backward_stages(point: Point, q, k, v, do, device: str) -> dict:
         return {}
     if point.triton and mode.interpret():
         return {"stage_time_reason": INTERPRETED}
+    if masks.beyond_causal(point.mask_kind):
+        return {"stage_time_reason": STAGES_UNMASKED}
     blocks = (point.block_m, point.block_n) if point.triton else ()
     options = {"sp_dtype": point.sp_dtype} if point.sp_dtype else {}
     stages, _ = chain(q, k, v, do, point.causal, *blocks, **options)

@@ -12,6 +12,9 @@ from kernels.measure.reference_pass import reference_pass
 from kernels.models.stages import stage_costs
 from kernels.planning.point import Point
 
+# a stage chain is written for full and causal: under any other mask only the whole call is timed
+STAGES_UNMASKED = "stages not timed: the stage chains run full or causal only (the whole call is timed)"
+
 
 def timed_chain(point: Point, chain: list, device: str) -> dict:
     """A chain of stages timed warm and cold (kernels.measure.stages), each beside its

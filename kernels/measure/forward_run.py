@@ -15,7 +15,7 @@ from kernels import catalog, masks
 from kernels.impl import mode
 from kernels.impl.checks import DTYPES
 from kernels.masks import shifted
-from kernels.measure.chain_times import timed_chain
+from kernels.measure.chain_times import STAGES_UNMASKED, timed_chain
 from kernels.measure.memory import allocated_and_ops, peak_allocated
 from kernels.measure.verdict import RTOL_ABS, held_to_the_rule, past_bound
 from kernels.models.stage_cost import forward_stage_names
@@ -185,9 +185,6 @@ def stage_chain(point: Point, q, k, v) -> list:
     blocks = (point.block_m, point.block_n) if point.triton else ()
     options = {"sp_dtype": point.sp_dtype} if point.sp_dtype else {}
     return chain(q, k, v, point.causal, *blocks, **options)[0]
-
-
-STAGES_UNMASKED = "stages not timed: the stage chains run full or causal only (the whole call is timed)"
 
 
 def timed_stages(point: Point, q, k, v, device: str) -> dict:

@@ -69,8 +69,8 @@ def gradients(fn, q, k, v, do) -> tuple[torch.Tensor, Gradients]:
     return out, tuple(t.grad for t in leaves)
 
 
-def reference_gradients(q, k, v, do, causal: bool) -> Gradients:
-    """The float64 definition's gradients."""
+def reference_gradients(q, k, v, do, causal) -> Gradients:
+    """The float64 definition's gradients (``causal``: True or False, or a mask)."""
     wide = [t.double() for t in (q, k, v, do)]
     return gradients(lambda a, b, c: reference_float64(a, b, c, causal), *wide)[1]
 

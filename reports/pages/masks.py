@@ -279,7 +279,7 @@ def finding(metrics: pd.DataFrame, tiles: pd.DataFrame) -> str | None:
     parts = []
     moved = beyond(bytes_table(metrics)).dropna(subset=["of full"])
     if not moved.empty:
-        case = moved.sort_values(["T", "queries"], ascending=False).iloc[0]
+        case = moved.sort_values(["T", "queries", "mask"], ascending=[False, False, True]).iloc[0]
         rows = moved[(moved["T"] == case["T"]) & (moved["queries"] == case["queries"])]
         rows = rows[rows["mask"] == case["mask"]]
         shares = ", ".join(f"{r['path']} {r['of full']:.0%}" for r in rows.to_dict("records"))
