@@ -109,7 +109,7 @@ def beyond_causal(table) -> int:
 
 
 UNMASKED = tuple(masks.from_causal(causal).spelled() for causal in (True, False))
-MASKED_ELSEWHERE = "under a mask beyond causal (the index lists them)"
+MASKED_ELSEWHERE = "under a mask beyond causal (the Masks page shows them)"
 
 # the points a square page's metrics leave out, by where they are shown
 BACKWARD_ELSEWHERE = "backward (the Training page shows them)"
