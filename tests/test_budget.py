@@ -214,9 +214,9 @@ def test_the_gpu_study_fits_its_limit_on_a_slow_gpu_host(tmp_path):
         page = job.rule.startswith("report_")
         job.seconds = SLOW_GPU_HOST_S.get(job.rule, SLOW_PAGE_S if page else SLOW_SCRIPT_S)
     rules = budget.estimate(jobs + pages, 16, 8.0, [])
-    assert rules["rules"]["measure"]["jobs"] == 82 and rules["rules"]["validate"]["jobs"] == 11
+    assert rules["rules"]["measure"]["jobs"] == 94 and rules["rules"]["validate"]["jobs"] == 11
     assert all(j.gpu for j in jobs if j.rule in ("measure", "validate"))
-    assert rules["total_s"] < GPU_STUDY_SECONDS, "\n".join(budget.summary(rules | {"points": 82}))
+    assert rules["total_s"] < GPU_STUDY_SECONDS, "\n".join(budget.summary(rules | {"points": 94}))
 
 
 @pytest.mark.integration  # make integration: a calibration of about 45 s
@@ -230,16 +230,16 @@ def test_the_gpu_studys_estimate_is_made_in_a_rehearsal(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads((tmp_path / "results" / "budget.json").read_text())
     said = "\n".join(found["summary"])
-    assert (found["gpu"], found["points"], found["rules"]["measure"]["jobs"]) == ("H200", 82, 82), said
+    assert (found["gpu"], found["points"], found["rules"]["measure"]["jobs"]) == ("H200", 94, 94), said
     assert found["calibrated_for"] > 0 and "a rehearsal" in said and 0 < found["total_s"] < 480, said
     # run here, every point would be skipped, and the summary says why as the gates do
     from kernels.measure.gates import device_absent
 
     assert found["device_absent"] == device_absent("cuda") and found["skipped_points"] == {
-        device_absent("cuda"): 82
+        device_absent("cuda"): 94
     }
     assert (
-        f"no CUDA device: run here, every one of the 82 points would be skipped ({device_absent('cuda')})"
+        f"no CUDA device: run here, every one of the 94 points would be skipped ({device_absent('cuda')})"
         in said
     )
 

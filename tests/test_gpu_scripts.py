@@ -77,7 +77,7 @@ def test_the_rehearsals_of_both_gpu_scripts_pass_here(tmp_path):
         else:  # a dry run makes nothing to pack
             assert "pack: no results/ to pack" in printed
         runs[name] = printed
-    assert "82 python -m kernels measure" in runs["study"] and "GPU_REHEARSE_BUDGET=0" in runs["study"]
+    assert "94 python -m kernels measure" in runs["study"] and "GPU_REHEARSE_BUDGET=0" in runs["study"]
     assert "2 python -m kernels ncu-target" in runs["profile"] and "4 ncu" in runs["profile"]
     assert int(re.search(r"pytest \((\d+) tests selected\)", runs["profile"]).group(1)) > 0
 

@@ -97,10 +97,25 @@ def coverage_figure(tiles: pd.DataFrame):
     return fig
 
 
+# what makes two points the same problem but for the mask
+PEERS = ["impl", "batch", "heads", "kv_heads", "tokens", "query_tokens", "head_dim", "dtype", "inputs"]
+PEERS += ["block_m", "block_n"]
+
+
+def compared(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The points under a mask beyond causal (normal inputs) and their peers under causal and
+    full: the same path and problem but for the mask."""
+    found = ok(metrics)
+    if "mask" not in found:
+        return found.iloc[0:0]
+    found = found[found["inputs"] == "normal"]
+    cases = beyond(found)[PEERS].drop_duplicates()
+    return found.merge(cases, on=PEERS)
+
+
 def _triton_bytes(metrics: pd.DataFrame) -> pd.DataFrame:
-    counted = ok(metrics)
-    counted = counted[counted["traffic_counted_bytes"].notna()]
-    return counted if "mask" in counted else counted.iloc[0:0]
+    counted = compared(metrics)
+    return counted[counted["traffic_counted_bytes"].notna()]
 
 
 BYTES_COLUMNS = ["path", "T", "queries", "mask", "counted MiB", "model MiB", "counted = model", "of full"]
@@ -112,10 +127,8 @@ def bytes_table(metrics: pd.DataFrame) -> pd.DataFrame:
     counted = _triton_bytes(metrics)
     if counted.empty:
         return pd.DataFrame(columns=BYTES_COLUMNS)
-    key = ["impl", "tokens", "query_tokens", "kv_heads", "head_dim", "dtype", "block_m", "block_n"]
-    key = [k for k in key if k in counted]
-    full = counted[counted["mask"] == FULL].set_index(key)["traffic_counted_bytes"].rename("full")
-    rows = counted.join(full, on=key)
+    full = counted[counted["mask"] == FULL][[*PEERS, "traffic_counted_bytes"]]
+    rows = counted.merge(full.rename(columns={"traffic_counted_bytes": "full"}), on=PEERS, how="left")
     return pd.DataFrame(
         {
             "path": rows["impl"],
@@ -142,10 +155,12 @@ def mask_bytes_table(tiles: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame
     own = beyond(tiles).drop_duplicates(["mask", "tokens", "query_tokens"])
     if own.empty:
         return pd.DataFrame()
-    materialized = ok(metrics)
+    materialized = compared(metrics)
     materialized = materialized[materialized["bytes_S"] > 0]
     per_head = materialized["bytes_S"] / (materialized["batch"] * materialized["heads"])
-    s_bytes = per_head.groupby(materialized["tokens"]).min()
+    case = ["tokens", "query_tokens"]
+    s_bytes = per_head.groupby([materialized[c] for c in case]).min().rename("s_bytes")
+    own = own.join(s_bytes, on=case)
     return pd.DataFrame(
         {
             "mask": own["mask"],
@@ -154,7 +169,7 @@ def mask_bytes_table(tiles: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame
             "dense mask MiB": own["dense_mask_bytes"] / MIB,
             "runs of keys KiB": own["runs_bytes"] / 1024,
             "dense / runs": own["dense_mask_bytes"] / own["runs_bytes"],
-            "dense / S": own["dense_mask_bytes"] / own["tokens"].map(s_bytes),
+            "dense / S": own["dense_mask_bytes"] / own["s_bytes"],
         }
     ).reset_index(drop=True)
 
@@ -162,13 +177,12 @@ def mask_bytes_table(tiles: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame
 def timed(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
     """The timed points under every mask, each with the share of the scores its mask keeps and
     its time as a share of the same path's time without a mask (full) at the same shape."""
-    found = ok(metrics)
-    found = found[found["time_ms"].notna() & found["mask"].notna()] if "mask" in found else found.iloc[0:0]
+    found = compared(metrics)
+    found = found[found["time_ms"].notna()]
     shares = kept(tiles).rename(columns={"kept_share": "kept"})
     found = found.merge(shares, on=["mask", "tokens", "query_tokens"], how="inner")
-    key = ["impl", "tokens", "query_tokens", "kv_heads", "head_dim", "dtype", "batch", "heads"]
-    full = found[found["mask"] == FULL].set_index(key)["time_ms"].rename("full_ms")
-    return found.join(full, on=key).dropna(subset=["full_ms"])
+    full = found[found["mask"] == FULL][[*PEERS, "time_ms"]].rename(columns={"time_ms": "full_ms"})
+    return found.merge(full, on=PEERS, how="left").dropna(subset=["full_ms"])
 
 
 def time_table(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
@@ -214,9 +228,11 @@ def floors_table(predictions: pd.DataFrame) -> pd.DataFrame:
     if predictions.empty or "mask" not in predictions:
         return pd.DataFrame()
     rows = predictions[predictions["in_sweep"].astype(bool) & predictions["launch_reason"].isna()]
-    rows = rows[rows["shape"].isin(beyond(rows)["shape"]) | rows["mask"].isin((FULL, CAUSAL))]
-    if beyond(rows).empty:
+    same = ["gpu", "path", "batch", "heads", "tokens", "head_dim", "dtype", "block_m", "block_n"]
+    cases = beyond(rows)[same].drop_duplicates()
+    if cases.empty:
         return pd.DataFrame()
+    rows = rows.merge(cases, on=same)
     return pd.DataFrame(
         {
             "GPU": rows["gpu"],
