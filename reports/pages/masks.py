@@ -276,7 +276,7 @@ def findings(metrics: pd.DataFrame, tiles: pd.DataFrame) -> str:
             f"{row['mask']}, {row['of full']:.0%} of its time without a mask, while the mask keeps "
             f"{row['kept share']:.1%} of the scores: its time {follows(row['of full'], row['kept share'])}."
         )
-    return "\n".join(lines) or "**No finding:** this study has no point under a mask beyond causal."
+    return "\n".join(lines) or "**No finding:** none of this study's points is under a mask beyond causal."
 
 
 def follows(time_share: float, kept_share: float) -> str:
