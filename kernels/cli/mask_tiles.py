@@ -10,22 +10,15 @@ import json
 
 from kernels import masks
 from kernels.masks import tiles
-from kernels.planning.point import tokens_int
+from kernels.planning.point import mask_text, tokens_int
 from kernels.spec import BLOCK_SIZES, MAX_TOKENS
 
 COLUMNS = ("mask", "tokens", "queries", "block_m", "block_n", "kept", "visited", "partial of visited")
 
 
-def mask_argument(text: str) -> masks.Mask:
-    try:
-        return masks.parse(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 def add_mask_tiles_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
-        "--mask", type=mask_argument, nargs="+", required=True, help=f"one or more of {masks.spellings()}"
+        "--mask", type=mask_text, nargs="+", required=True, help=f"one or more of {masks.spellings()}"
     )
     cmd.add_argument(
         "--tokens", type=tokens_int, nargs="+", required=True, help=f"T (one or more; at most {MAX_TOKENS:,})"
@@ -48,7 +41,7 @@ def rows(args: argparse.Namespace) -> list[dict]:
     """One row per mask, T and block; a mask that does not fit a T, or more queries than
     keys, stops the command naming why."""
     found = []
-    for mask in args.mask:
+    for mask in map(masks.parse, args.mask):
         for tokens in args.tokens:
             queries = args.query_tokens or tokens
             refusal = mask.refusal(tokens) or (

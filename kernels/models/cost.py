@@ -75,12 +75,6 @@ def kept_scores(mask: str, tokens: int, queries: int) -> int:
     return tiles.kept_scores(masks.parse(mask), tokens, queries)
 
 
-def query_offset(point) -> int:
-    """T − query_tokens: the queries are the sequence's last positions, so query row i sits at
-    position i + offset (causal: it sees keys j ≤ i + offset)."""
-    return point.tokens - point.queries
-
-
 @lru_cache(maxsize=64)
 def block_visits(
     tokens: int, block_m: int, block_n: int, mask: str, queries: int
@@ -120,9 +114,8 @@ class BlockWalk:
     blocks: the as-issued models are these sums times d, e and B·H."""
 
     rows_by_tiles: int  # Σ rows · score tiles that load Q and K
-    keys_loaded: int  # Σ key rows those tiles load
     rows_by_span: int  # Σ rows · key span: the scores a block reads back
-    span: int  # Σ key span: the K or V rows a block streams
+    span: int  # Σ key span: the K (or V) rows a block's visited tiles hold
 
 
 @lru_cache(maxsize=4096)
@@ -130,14 +123,13 @@ def block_walk(tokens: int, block_m: int, block_n: int, mask: str, queries: int 
     """Every query block walked once per shape (cached: a predictions table asks for the same
     shape at each d, dtype, batch and head count; T = 131,072 is 8,192 blocks). ``mask``: its
     spelling; ``queries``: the query rows (default T), the sequence's last positions."""
-    rows_by_tiles = keys_loaded = rows_by_span = span = 0
+    rows_by_tiles = rows_by_span = span = 0
     for visit in block_visits(tokens, block_m, block_n, mask, queries or tokens):
         rows, keys = visit.rows[1] - visit.rows[0], visited_keys(visit, block_n, tokens)
         rows_by_tiles += rows * visit.visited
-        keys_loaded += keys
         rows_by_span += rows * keys
         span += keys
-    return BlockWalk(rows_by_tiles, keys_loaded, rows_by_span, span)
+    return BlockWalk(rows_by_tiles, rows_by_span, span)
 
 
 def walk_of(point: Point) -> BlockWalk:

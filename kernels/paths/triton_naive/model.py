@@ -30,7 +30,7 @@ def as_issued_naive(point: Point) -> dict[tuple[str, str, str], int]:
     sp = Tq * T * e_sp
     found = {
         ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
-        ("scores", "K", "load"): G * walk.keys_loaded * d * e,
+        ("scores", "K", "load"): G * walk.span * d * e,
         ("scores", "S", "store"): G * sp,
         ("softmax", "S", "load"): G * sp * passes,
         ("softmax", "P", "store"): G * sp,

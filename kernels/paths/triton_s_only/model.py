@@ -45,7 +45,7 @@ def as_issued_s_only(point) -> dict[tuple[str, str, str], int]:
     stats = Tq * STAT_BYTES
     found = {
         ("scores", "Q", "load"): G * walk.rows_by_tiles * d * e,
-        ("scores", "K", "load"): G * walk.keys_loaded * d * e,
+        ("scores", "K", "load"): G * walk.span * d * e,
         ("scores", "S", "store"): G * Tq * T * e_sp,
         ("stats", "S", "load"): G * walk.rows_by_span * e_sp,
         ("stats", "M", "store"): G * stats,
