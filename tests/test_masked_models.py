@@ -1,8 +1,9 @@
 """Every Triton path's bytes under masks beyond causal, counted in Triton's interpreter,
 equal its as-issued model to the byte (kernels.models.cost.transfers of a Point carrying the
 mask): at T not a multiple of the blocks, windows and documents ending inside tiles, a prefix
-inside a tile, fewer queries than keys (decode-like) and grouped heads; the fused backward
-likewise. The models walk the mask's tile map (kernels.masks.tiles), as the kernels do."""
+inside a tile, fewer queries than keys (decode-like) and grouped heads; every backward (fused,
+materialized, S only) likewise. The models walk the mask's tile map (kernels.masks.tiles), as
+the kernels do."""
 
 from __future__ import annotations
 
@@ -64,13 +65,14 @@ def test_counted_equals_model_under_masks(impl, text, tokens, queries, kv_heads,
     assert counted == modelled(point(impl, text, tokens, queries, kv_heads, blocks))
 
 
+@pytest.mark.parametrize("impl", ["triton_flash", "triton_naive", "triton_s_only"])
 @pytest.mark.parametrize("text", MASKS)
-def test_the_fused_backward_counted_equals_its_model_under_masks(text):
+def test_every_backward_counted_equals_its_model_under_masks(impl, text):
     tokens, blocks = 37, (16, 32)
     q, k, v = problem(tokens, tokens, 2, requires_grad=True)
-    out = kernels.attention(q, k, v, impl="triton_flash", mask=text, block_m=blocks[0], block_n=blocks[1])
+    out = kernels.attention(q, k, v, impl=impl, mask=text, block_m=blocks[0], block_n=blocks[1])
     with count_traffic() as counter:
         out.backward(torch.randn_like(out))
     counted = {key: n for key, n in counter.by_stage().items() if n}
-    backward = point("triton_flash", text, tokens, tokens, 2, blocks, "backward")
+    backward = point(impl, text, tokens, tokens, 2, blocks, "backward")
     assert counted == {key: n for key, n in as_issued_backward(backward).items() if n}

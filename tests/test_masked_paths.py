@@ -94,6 +94,7 @@ def test_a_registration_says_which_masks_it_takes(monkeypatch):
     """A plugin that says nothing takes full and causal only, and a call under another mask
     is refused naming its registration; one naming an unknown kind is refused at
     registration, listing the kinds."""
+    catalog.load()
     monkeypatch.setattr(catalog, "_registered", dict(catalog._registered))  # the plugins go with the test
 
     def plain(q, k, v, *, causal):
@@ -109,3 +110,58 @@ def test_a_registration_says_which_masks_it_takes(monkeypatch):
     with pytest.raises(PluginError, match="the mask kinds are full, causal, window, documents"):
         catalog.implementation("masked_plugin_bogus", stores="none", masks=["sliding"])(plain)
     assert "masked_plugin_bogus" not in catalog.names()
+
+
+def test_a_backward_that_takes_fewer_masks_skips_those_points_naming_its_registration(monkeypatch):
+    """Every built-in backward takes every mask; a plugin's may list fewer (backward_masks=):
+    its forward point under another mask runs, its backward point is skipped saying why."""
+    from kernels.measure.gates import mask_not_taken
+    from kernels.planning.point import Point
+
+    catalog.load()  # every registration in, before the copy the plugin goes away with
+    monkeypatch.setattr(catalog, "_registered", dict(catalog._registered))
+
+    def differentiable(q, k, v, *, causal, mask=None):
+        return kernels.attention(q, k, v, impl="torch_naive", causal=causal, mask=mask)
+
+    catalog.implementation(
+        "masked_plugin_forward_only", stores="SP", backward="autograd", masks=masks.KINDS,
+        backward_masks=["full", "causal"],
+    )(differentiable)  # fmt: skip
+    for impl in ("torch_naive", "triton_naive", "triton_s_only", "triton_flash"):
+        assert catalog.get(impl).backward_masks == set(masks.KINDS), impl
+
+    def gate(direction: str) -> str | None:
+        return mask_not_taken(
+            Point("masked_plugin_forward_only", 1, 2, 37, 16, "float32", "window:5", direction=direction)
+        )
+
+    assert gate("forward") is None
+    assert gate("backward") == (
+        "unsupported mask: impl='masked_plugin_forward_only''s backward does not take the mask 'window:5' "
+        "(its registration's backward_masks= lists causal, full)"
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_sdpas_dense_mask_is_in_the_memory_its_point_is_gated_on(dtype):
+    """SDPA under a mask beyond causal holds the dense boolean mask and its additive form in
+    the query's dtype through the call: its CPU peak (PyTorch's profiler) rises by exactly
+    the bytes the memory gate adds for it, 1 + e a score, shared by the batch and heads."""
+    from kernels.measure.memory import peak_allocated_cpu
+    from kernels.models.cost import predicted_bytes
+    from kernels.planning.point import Point
+
+    q, k, v = make_qkv(1, 2, 256, 16, dtype, "cpu", 4)
+    peaks, predicted = {}, {}
+    for text in ("causal", "window:64", "documents:100+156"):
+        peaks[text], _ = peak_allocated_cpu(
+            lambda text=text: kernels.attention(q, k, v, impl="sdpa", mask=text)
+        )
+        predicted[text] = predicted_bytes(Point("sdpa", 1, 2, 256, 16, str(dtype).split(".")[1], text))
+    for text in ("window:64", "documents:100+156"):
+        assert (
+            peaks[text] - peaks["causal"]
+            == predicted[text] - predicted["causal"]
+            == 256 * 256 * (1 + q.element_size())
+        )

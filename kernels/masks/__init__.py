@@ -25,6 +25,7 @@ from kernels.masks import causal, documents, full, prefix, window
 from kernels.masks.kind import Mask
 
 __all__ = [
+    "DENSE_BYTES",
     "FILE_PATTERN",
     "KINDS",
     "Mask",
@@ -36,6 +37,8 @@ __all__ = [
     "parse",
     "spellings",
 ]
+
+DENSE_BYTES = 1  # a dense mask, as PyTorch code builds one: torch.bool, a byte a score
 
 # kind name → its class; each class parses its own argument
 KINDS: dict[str, type] = {

@@ -13,6 +13,7 @@ map the kernels iterate."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from kernels.masks.kind import Mask
@@ -73,6 +74,22 @@ def block_map(
         partial = (*range(first, before), *range(after, stop))
         visits.append(BlockVisit(rows, first, stop, partial))
     return visits
+
+
+def query_blocks_by_key_tile(visits: list[BlockVisit], key_tiles: int) -> list[range]:
+    """The tile map read by key tile: for each, the query blocks whose visit holds it. Since
+    neither end of a visit falls as the blocks go down, they are one run (empty for a key tile
+    no query sees), what a backward kernel streams for that key tile's dK and dV."""
+    firsts, stops = [v.first for v in visits], [v.stop for v in visits]
+    return [range(bisect.bisect_right(stops, n), bisect.bisect_right(firsts, n)) for n in range(key_tiles)]
+
+
+def key_tile_rows(mask: Mask, tokens: int, block_m: int, block_n: int) -> list[tuple[int, int]]:
+    """Each key tile's query rows [first, stop) in whole query blocks (stop may pass T): the
+    rows a backward streams for the tile's dK and dV, in the square problem."""
+    visits = block_map(mask, tokens, block_m, block_n)
+    seen = query_blocks_by_key_tile(visits, -(-tokens // block_n))
+    return [(run.start * block_m, max(run.start, run.stop) * block_m) for run in seen]
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,6 @@ from kernels.models.cost import RUN_BYTES
 from kernels.planning.sweep import points
 from kernels.spec import BLOCK_SIZES
 
-DENSE_MASK_BYTES = 1  # torch.bool, a byte an element
-
 
 def cases(sweep: dict | list[dict]) -> list[tuple[str, int, int]]:
     """(mask, T, query_tokens) of every point under a mask beyond causal, with causal and full
@@ -44,7 +42,7 @@ def rows(sweep: dict | list[dict]) -> list[dict]:
         kind = masks.parse(mask)
         hides = kind != masks.from_causal(False)
         own = {
-            "dense_mask_bytes": queries * tokens * DENSE_MASK_BYTES if hides else 0,
+            "dense_mask_bytes": queries * tokens * masks.DENSE_BYTES if hides else 0,
             "runs_bytes": queries * RUN_BYTES if masks.beyond_causal(kind) else 0,
         }
         case = {"mask": mask, "tokens": tokens, "query_tokens": queries}

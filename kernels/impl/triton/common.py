@@ -10,6 +10,7 @@ import torch
 from kernels import masks
 from kernels.impl.mode import SWITCH
 from kernels.impl.triton.lang import INTERPRET, tl, triton
+from kernels.masks import tiles
 from kernels.spec import MAX_GRID_YZ, MAX_SHARED_PER_BLOCK
 
 LOG2E = 1.4426950408889634
@@ -90,6 +91,29 @@ def mma(a, b, acc, DOT_F32: tl.constexpr):
 PIPELINE_DEPTHS = (3, 2, 1)  # num_stages tried for the default launch, deepest first
 
 
+@triton.jit
+def bounded_keys(BOUNDS, offs_m, Tq, T, BLOCK_N: tl.constexpr):
+    """[lo, hi): the keys a query block's runs span (kernels.masks), lo at a tile's start:
+    from its first row's run start to its last row's run end."""
+    live = offs_m < Tq
+    row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
+    lo = (tl.min(tl.where(live, row_lo, T)) // BLOCK_N) * BLOCK_N
+    hi = tl.max(tl.where(live, tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0), 0))
+    return lo, hi
+
+
+@triton.jit
+def unseen_tile(BOUNDS, offs_m, first_key, Tq, T, BLOCK_N: tl.constexpr):
+    """The rows' runs of keys (kernels.masks) and whether none of them reaches the key tile
+    starting at first_key: the tile a score (or dP) kernel stores without loading a thing."""
+    live = offs_m < Tq
+    row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
+    row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0)
+    unseen = tl.max(tl.where(live, row_hi, 0)) <= first_key
+    unseen = unseen | (tl.min(tl.where(live, row_lo, T)) >= first_key + BLOCK_N)
+    return row_lo, row_hi, unseen
+
+
 def shared_estimate(stages: int, block_m: int, block_n: int, head_dim: int, element_bytes: int) -> int:
     """Shared memory a kernel streaming K and V tiles (the fused forward, the split-KV
     partials) asks for with ``stages`` buffers of them, its Q tile and 1 KiB of scratch: what
@@ -122,3 +146,13 @@ def key_runs(mask, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
     positions = torch.arange(Tq, device=q.device) + (T - Tq)
     lo, hi = mask.bounds(positions, T)
     return torch.stack([lo, hi], dim=1).to(torch.int32).contiguous()
+
+
+def key_tile_rows(mask, q: torch.Tensor, block_m: int, block_n: int) -> torch.Tensor | None:
+    """The mask's tile map read by key tile (``kernels.masks.tiles.key_tile_rows``): each
+    BLOCK_N-key tile's query rows [first, stop) in BLOCK_M-row blocks, as a contiguous int32
+    (key tiles, 2) on q's device (8 bytes a program); None for causal and full."""
+    if mask is None or not masks.beyond_causal(mask):
+        return None
+    rows = tiles.key_tile_rows(mask, q.shape[2], block_m, block_n)
+    return torch.tensor(rows, dtype=torch.int32, device=q.device).reshape(-1, 2)

@@ -25,8 +25,15 @@ def _forcing(backend: str):
 # every one takes fewer queries than keys and grouped K/V heads (PyTorch's enable_gqa and its
 # lower-right causal bias), and every mask (beyond causal: a dense boolean attn_mask); a forced
 # backend that refuses such a shape or mask says so (unavailable)
+WORKING = "kernels.paths.sdpa.model:working_bytes"  # the dense mask, beyond causal
 implementation(
-    "sdpa", stores="none", options=("backend",), default=True, takes=INFERENCE_DIMS, masks=EVERY_MASK
+    "sdpa",
+    stores="none",
+    options=("backend",),
+    default=True,
+    takes=INFERENCE_DIMS,
+    masks=EVERY_MASK,
+    working_model=WORKING,
 )(_chosen)
 for _name, _backend in SDPA_IMPLEMENTATIONS.items():
     if _backend is not None:
@@ -34,6 +41,6 @@ for _name, _backend in SDPA_IMPLEMENTATIONS.items():
         # a CPU has neither the efficient (memory-efficient) nor the cuDNN backend
         cpu = _backend not in ("efficient", "cudnn")
         stores = "SP" if _backend == "math" else "none"
-        implementation(_name, stores=stores, cpu=cpu, takes=INFERENCE_DIMS, masks=EVERY_MASK)(
-            _forcing(_backend)
-        )
+        implementation(
+            _name, stores=stores, cpu=cpu, takes=INFERENCE_DIMS, masks=EVERY_MASK, working_model=WORKING
+        )(_forcing(_backend))

@@ -60,7 +60,7 @@ DOES = {
     "pv": "O = P·V",
 }
 IN_PLACE = ("scale", "mask")  # the stages that update S where it lies
-MASK_BYTES = 1  # torch.bool
+MASK_BYTES = masks.DENSE_BYTES  # its boolean mask
 DS_PASSES = 7  # mul (P, dP → dS: 3), row sums (dS: 1), addcmul (dS, P → dS: 3)
 
 

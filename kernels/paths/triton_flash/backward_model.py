@@ -21,7 +21,6 @@ load the shared head). The group's sum is taken in the kernel's registers: nothi
 
 from __future__ import annotations
 
-import bisect
 from functools import lru_cache
 
 from kernels import masks
@@ -43,11 +42,9 @@ def key_block_rows(mask, tokens: int, block_m: int, block_n: int) -> tuple[tuple
     (inside T: a last block cut by T is loaded with a mask), and the end. What dkdv reads, 16
     bytes a program (kernels.paths.triton_flash.backward makes it a tensor)."""
     visits = tiles.block_map(mask, tokens, block_m, block_n)
-    firsts, stops = [v.first for v in visits], [v.stop for v in visits]  # neither falls as rows go down
     whole = tokens // block_m * block_m
     found = []
-    for n in range(cdiv(tokens, block_n)):
-        seen = range(bisect.bisect_right(stops, n), bisect.bisect_right(firsts, n))  # first ≤ n < stop
+    for n, seen in enumerate(tiles.query_blocks_by_key_tile(visits, cdiv(tokens, block_n))):
         full = [i for i in seen if n not in visits[i].partial]
         first, stop = seen[0] * block_m, (seen[-1] + 1) * block_m
         full_lo, full_hi = (full[0] * block_m, (full[-1] + 1) * block_m) if full else (first, first)

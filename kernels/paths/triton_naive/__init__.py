@@ -21,7 +21,8 @@ from kernels.catalog import EVERY_MASK, implementation
     backward_flops_model="kernels.paths.triton_naive.backward_model:flops_naive_backward",
     backward_stage_model="kernels.paths.triton_naive.backward_model:backward_stage_costs",
     backward_stages="kernels.paths.triton_naive.backward:backward_stages",
-    masks=EVERY_MASK,  # S and P stored whole whatever the mask keeps (its backward: causal, full)
+    masks=EVERY_MASK,  # S and P stored whole whatever the mask keeps; its backward visits the tiles kept
+    backward_masks=EVERY_MASK,
 )
 def triton_naive(q, k, v, *, causal, block_m, block_n, out=None, **options):
     """S and P are real global tensors, written by one kernel and read back by the next."""

@@ -32,11 +32,15 @@ from kernels.impl.autograd import check_backward_queries
 from kernels.impl.checks import parse_dtype
 from kernels.impl.triton.backward_common import empty_gradients
 from kernels.impl.triton.common import (
+    bounded_keys,
     cast,
     check_triton_device,
     dot_in_float32,
+    key_runs,
+    key_tile_rows,
     mma,
     sm_scale,
+    unseen_tile,
     warps_for,
 )
 from kernels.impl.triton.lang import tl, triton
@@ -54,10 +58,25 @@ TRITON_NAIVE_BACKWARD_STAGES = ("dp", "ds", "dv", "dq", "dk")  # one kernel each
 
 
 @triton.jit
+def key_block_queries(KEY_ROWS, pid_k, T, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr, BOUNDED: tl.constexpr):
+    """[lo, hi): the query rows a key block streams: all; causal, from its first key on;
+    ``BOUNDED``: the query tiles that see one of its keys (KEY_ROWS, the mask's map)."""
+    lo = 0
+    hi = T
+    if CAUSAL:
+        lo = pid_k * BLOCK_M
+    if BOUNDED:
+        lo = tl.load(KEY_ROWS + 2 * pid_k)
+        hi = tl.minimum(tl.load(KEY_ROWS + 2 * pid_k + 1), T)
+    return lo, hi
+
+
+@triton.jit
 def dp_kernel(
     DO,
     V,
     DP,
+    BOUNDS,
     s_gb,
     s_gh,
     s_gt,
@@ -78,9 +97,11 @@ def dp_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """One BLOCK_M×BLOCK_N tile of dP = dO·Vᵀ (V of K/V head h // GROUP), future entries 0;
-    a tile wholly in the future stores its zeros without loading dO or V."""
+    a tile wholly in the future stores its zeros without loading dO or V. ``BOUNDED``: the
+    entries outside each row's run of keys (BOUNDS) are 0, as the forward's scores tile."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_bh = tl.program_id(2)
@@ -93,7 +114,10 @@ def dp_kernel(
         DP + b * s_pb + h * s_ph + offs_m[:, None].to(tl.int64) * s_pm + offs_n[None, :].to(tl.int64) * s_pn
     )
     in_bounds = (offs_m[:, None] < T) & (offs_n[None, :] < T)
-    if CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1:
+    unseen = CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1
+    if BOUNDED:
+        row_lo, row_hi, unseen = unseen_tile(BOUNDS, offs_m, pid_n * BLOCK_N, T, T, BLOCK_N)
+    if unseen:
         tl.store(dp_ptrs, cast(tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DP.dtype.element_ty), mask=in_bounds)
     else:
         do_ptrs = DO + b * s_gb + h * s_gh + offs_m[:, None] * s_gt + offs_d[None, :] * s_gd
@@ -103,6 +127,8 @@ def dp_kernel(
         dp = mma(do, tl.trans(v), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), DOT_F32)
         if CAUSAL:
             dp = tl.where(offs_n[None, :] <= offs_m[:, None], dp, 0.0)
+        if BOUNDED:
+            dp = tl.where((offs_n[None, :] >= row_lo[:, None]) & (offs_n[None, :] < row_hi[:, None]), dp, 0.0)
         tl.store(dp_ptrs, cast(dp, DP.dtype.element_ty), mask=in_bounds)
 
 
@@ -204,6 +230,7 @@ def dv_kernel(
     P,
     DO,
     DV,
+    KEY_ROWS,
     s_pb,
     s_ph,
     s_pm,
@@ -224,6 +251,7 @@ def dv_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """dV = Σ_h Pᵀ·dO for BLOCK_M key rows of one K/V head, over the GROUP query heads h
     sharing it, streaming each one's query rows; causal: from the key block's first row on
@@ -233,13 +261,13 @@ def dv_kernel(
     b = (pid_bkv // H_KV).to(tl.int64)
     h_kv = (pid_bkv % H_KV).to(tl.int64)
     keys = pid_k * BLOCK_M + tl.arange(0, BLOCK_M)
-    lo = pid_k * BLOCK_M if CAUSAL else 0
+    lo, hi = key_block_queries(KEY_ROWS, pid_k, T, BLOCK_M, CAUSAL, BOUNDED)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     for g in range(GROUP):  # the query heads sharing this K/V head, in order
         h = h_kv * GROUP + g
         # fmt: off
         acc = streamed_product(acc, P + b * s_pb + h * s_ph, s_pn, s_pm, DO + b * s_gb + h * s_gh,
-                               s_gt, s_gd, keys, lo, T, T, HEAD_DIM, BLOCK_M, BLOCK_N, DOT_F32)
+                               s_gt, s_gd, keys, lo, hi, T, HEAD_DIM, BLOCK_M, BLOCK_N, DOT_F32)
         # fmt: on
     offs_d = tl.arange(0, HEAD_DIM)
     dv_ptrs = DV + b * s_vb + h_kv * s_vh + keys[:, None] * s_vt + offs_d[None, :] * s_vd
@@ -251,6 +279,7 @@ def dq_kernel(
     DS,
     K,
     DQ,
+    BOUNDS,
     s_sb,
     s_sh,
     s_sm,
@@ -271,17 +300,22 @@ def dq_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """dQ = dS·K for BLOCK_M query rows of head h, streaming key tiles of K/V head
-    h // GROUP; causal rows stop at the diagonal tile."""
+    h // GROUP; causal rows stop at the diagonal tile; ``BOUNDED``: the key tiles the
+    forward's pv streams (its rows' runs of keys, BOUNDS)."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
     queries = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    lo = 0
     hi = T
     if CAUSAL:
         hi = tl.minimum(T, (pid_m + 1) * BLOCK_M)
+    if BOUNDED:
+        lo, hi = bounded_keys(BOUNDS, queries, T, T, BLOCK_N)
     acc = streamed_product(
         tl.zeros([BLOCK_M, HEAD_DIM], tl.float32),
         DS + b * s_sb + h * s_sh,
@@ -291,7 +325,7 @@ def dq_kernel(
         s_kt,
         s_kd,
         queries,
-        0,
+        lo,
         hi,
         T,
         HEAD_DIM,
@@ -309,6 +343,7 @@ def dk_kernel(
     DS,
     Q,
     DK,
+    KEY_ROWS,
     s_sb,
     s_sh,
     s_sm,
@@ -329,6 +364,7 @@ def dk_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """dK = Σ_h dSᵀ·Q for BLOCK_M key rows of one K/V head, over the GROUP query heads h
     sharing it, streaming each one's query rows; causal: from the key block's first row on
@@ -338,37 +374,42 @@ def dk_kernel(
     b = (pid_bkv // H_KV).to(tl.int64)
     h_kv = (pid_bkv % H_KV).to(tl.int64)
     keys = pid_k * BLOCK_M + tl.arange(0, BLOCK_M)
-    lo = pid_k * BLOCK_M if CAUSAL else 0
+    lo, hi = key_block_queries(KEY_ROWS, pid_k, T, BLOCK_M, CAUSAL, BOUNDED)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     for g in range(GROUP):  # the query heads sharing this K/V head, in order
         h = h_kv * GROUP + g
         # fmt: off
         acc = streamed_product(acc, DS + b * s_sb + h * s_sh, s_sn, s_sm, Q + b * s_qb + h * s_qh,
-                               s_qt, s_qd, keys, lo, T, T, HEAD_DIM, BLOCK_M, BLOCK_N, DOT_F32)
+                               s_qt, s_qd, keys, lo, hi, T, HEAD_DIM, BLOCK_M, BLOCK_N, DOT_F32)
         # fmt: on
     offs_d = tl.arange(0, HEAD_DIM)
     dk_ptrs = DK + b * s_kb + h_kv * s_kh + keys[:, None] * s_kt + offs_d[None, :] * s_kd
     tl.store(dk_ptrs, cast(acc, DK.dtype.element_ty), mask=keys[:, None] < T)
 
 
-def _tile_options(d: int, block_m: int, block_n: int, causal: bool, warps: int, *operands) -> dict:
+def _tile_options(
+    d: int, block_m: int, block_n: int, causal: bool, bounded: bool, warps: int, *operands
+) -> dict:
     return dict(
         HEAD_DIM=d,
         BLOCK_M=block_m,
         BLOCK_N=block_n,
         CAUSAL=causal,
+        BOUNDED=bounded,
         DOT_F32=dot_in_float32(*(t.dtype for t in operands)),
         num_warps=warps,
     )
 
 
-def dp_launch(do, v, dp, causal: bool, block_m: int, block_n: int) -> Launch:
+def dp_launch(do, v, dp, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
+    """``bounds``: each query row's run of keys under a mask beyond causal (``key_runs``)."""
     B, H, T, d = do.shape
+    runs = dp if bounds is None else bounds  # dP stands in for the pointer a causal launch ignores
     return Launch(
         dp_kernel,
         (triton.cdiv(T, block_m), triton.cdiv(T, block_n), B * H),
-        (do, v, dp, *do.stride(), *v.stride(), *dp.stride(), H, H // v.shape[1], T),
-        _tile_options(d, block_m, block_n, causal, warps_for(block_m, block_n), do, v),
+        (do, v, dp, runs, *do.stride(), *v.stride(), *dp.stride(), H, H // v.shape[1], T),
+        _tile_options(d, block_m, block_n, causal, bounds is not None, warps_for(block_m, block_n), do, v),
     )
 
 
@@ -386,18 +427,22 @@ def ds_launch(p, dp, ds, scale: float, max_row_block: int = MAX_ROW_BLOCK) -> La
     )
 
 
-def streamed_launch(kernel, a, b, out, causal: bool, block_m: int, block_n: int) -> Launch:
+def streamed_launch(kernel, a, b, out, causal: bool, block_m: int, block_n: int, walk=None) -> Launch:
     """dv, dq or dk: a program per BLOCK_M rows of each head of ``out``, A (T×T, a matrix per
     query head) and B (T×d) streamed. dv and dk have a head per K/V head and sum the group of
-    query heads sharing it; dq has a head per query head and reads K by its K/V head."""
+    query heads sharing it; dq has a head per query head and reads K by its K/V head.
+    ``walk``, under a mask beyond causal: dq's rows' runs of keys, dv's and dk's key blocks'
+    query rows."""
     B, H, T, d = out.shape
     group = a.shape[1] // min(b.shape[1], out.shape[1])  # query heads per K/V head
     return Launch(
         kernel,
         (triton.cdiv(T, block_m), B * H),
-        (a, b, out, *a.stride(), *b.stride(), *out.stride(), H, group, T),
+        (a, b, out, out if walk is None else walk, *a.stride(), *b.stride(), *out.stride(), H, group, T),
         # the float32 accumulator is BLOCK_M × d, the loaded tile of A BLOCK_M × BLOCK_N
-        _tile_options(d, block_m, block_n, causal, warps_for(block_m, max(block_n, d)), a, b),
+        _tile_options(
+            d, block_m, block_n, causal, walk is not None, warps_for(block_m, max(block_n, d)), a, b
+        ),
     )
 
 
@@ -407,15 +452,21 @@ def intermediate_tensors(q: torch.Tensor, p: torch.Tensor) -> tuple[torch.Tensor
     return dp, torch.empty_like(dp)
 
 
-def materialized_launches(do, q, k, v, p, dp, ds, grads, causal, block_m, block_n, max_row_block):
-    """The five launches, in order, given every tensor they read and write."""
+def materialized_launches(
+    do, q, k, v, p, dp, ds, grads, causal, block_m, block_n, max_row_block, mask=None
+) -> list[Launch]:
+    """The five launches, in order, given every tensor they read and write. ``mask`` beyond
+    causal: dp, dq, dv and dk visit only the tiles its map keeps (dv and dk stream query
+    tiles of BLOCK_N rows for key blocks of BLOCK_M, the map read by key block)."""
     dq, dk, dv = grads
+    bounds, key_rows = key_runs(mask, q, k), key_tile_rows(mask, q, block_n, block_m)
+    causal = causal and bounds is None
     return [
-        dp_launch(do, v, dp, causal, block_m, block_n),
+        dp_launch(do, v, dp, causal, block_m, block_n, bounds),
         ds_launch(p, dp, ds, sm_scale(q.shape[-1]), max_row_block),
-        streamed_launch(dv_kernel, p, do, dv, causal, block_m, block_n),
-        streamed_launch(dq_kernel, ds, k, dq, causal, block_m, block_n),
-        streamed_launch(dk_kernel, ds, q, dk, causal, block_m, block_n),
+        streamed_launch(dv_kernel, p, do, dv, causal, block_m, block_n, key_rows),
+        streamed_launch(dq_kernel, ds, k, dq, causal, block_m, block_n, bounds),
+        streamed_launch(dk_kernel, ds, q, dk, causal, block_m, block_n, key_rows),
     ]
 
 
@@ -429,13 +480,24 @@ def _saved_p(q: torch.Tensor, saved: tuple[torch.Tensor, ...], sp_dtype) -> torc
 
 
 def forward_saving(
-    q, k, v, causal: bool, block_m: int, block_n: int, *, sp_dtype=None, max_row_block: int = MAX_ROW_BLOCK
+    q,
+    k,
+    v,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    *,
+    sp_dtype=None,
+    max_row_block: int = MAX_ROW_BLOCK,
+    mask=None,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
     """O by the forward's three launches, and P (S is dropped: the backward needs only P)."""
     check_triton_device(q)
     s, p = sp_tensors(q, sp_dtype)
     o = torch.empty_like(q)
-    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block):
+    bounds = key_runs(mask, q, k)
+    causal = causal and bounds is None
+    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block, bounds):
         launch.run()
     return o, (p,)
 
@@ -453,11 +515,12 @@ def backward_launches(
     *,
     sp_dtype=None,
     max_row_block: int = MAX_ROW_BLOCK,
+    mask=None,
 ) -> list[Launch]:
     """The backward's five launches in order, on dP and dS allocated here."""
     p = _saved_p(q, saved, sp_dtype)
     dp, ds = intermediate_tensors(q, p)
-    return materialized_launches(do, q, k, v, p, dp, ds, grads, causal, block_m, block_n, max_row_block)
+    return materialized_launches(do, q, k, v, p, dp, ds, grads, causal, block_m, block_n, max_row_block, mask)
 
 
 def backward(
@@ -473,6 +536,7 @@ def backward(
     sp_dtype=None,
     max_row_block: int = MAX_ROW_BLOCK,
     return_intermediates: bool = False,
+    mask=None,
 ):
     """(dQ, dK, dV), each shaped as its input; with ``return_intermediates``, (dQ, dK, dV, dP,
     dS)."""
@@ -481,23 +545,26 @@ def backward(
     p = _saved_p(q, saved, sp_dtype)
     grads = empty_gradients(q, k, v)
     dp, ds = intermediate_tensors(q, p)
-    launches = materialized_launches(do, q, k, v, p, dp, ds, grads, causal, block_m, block_n, max_row_block)
+    launches = materialized_launches(
+        do, q, k, v, p, dp, ds, grads, causal, block_m, block_n, max_row_block, mask
+    )
     for launch in launches:
         launch.run()
     return (*grads, dp, ds) if return_intermediates else grads
 
 
 def planned_backward_launches(
-    q, k, v, *, causal, block_m, block_n, sp_dtype=None, max_row_block: int = MAX_ROW_BLOCK
+    q, k, v, *, causal, block_m, block_n, sp_dtype=None, max_row_block: int = MAX_ROW_BLOCK, mask=None
 ) -> list[Launch]:
     """One backward's launches on tensors allocated like the call's (meta tensors: the build);
     nothing runs."""
     _, p = sp_tensors(q, sp_dtype)
     do = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     grads = empty_gradients(q, k, v)
-    return backward_launches(
-        do, q, k, v, (p,), grads, causal, block_m, block_n, sp_dtype=sp_dtype, max_row_block=max_row_block
-    )
+    # fmt: off
+    return backward_launches(do, q, k, v, (p,), grads, causal, block_m, block_n, sp_dtype=sp_dtype,
+                             max_row_block=max_row_block, mask=mask)
+    # fmt: on
 
 
 KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order, the standard backward's five steps

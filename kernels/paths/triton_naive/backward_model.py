@@ -12,6 +12,12 @@ Five kernels, keyed as the interpreter's counter keys them:
   operand (dO, Q) over the same rows, the gradient stored once;
 - ``dq``: as the forward's pv: dS over each query block's key span, K over the span.
 
+Under a mask beyond causal every kernel but ``ds`` walks the mask's tile map: ``dp`` as the
+forward's scores (each tile's program reads its rows' runs of keys, 8 bytes a row; a tile none
+of them reaches stores zeros, loading nothing), ``dq`` as its pv (the runs read once), ``dv``
+and ``dk`` over the query tiles of BLOCK_N rows that see their key block (the map read by key
+block, ``kernels.masks.tiles.key_tile_rows``: 8 bytes a program).
+
 Non-causal with one ds pass the T×T traffic is 7·B·H·T²·e_sp: dP stored once and read by
 ds, P read by ds and dv, dS stored once and read by dq and dk; the forward's is 4·B·H·T²·e_sp.
 
@@ -23,16 +29,32 @@ shared head). The group's sum is taken in the kernels' registers: nothing else m
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from kernels import masks
+from kernels.masks import tiles
 from kernels.models.backward_stage_cost import MATERIALIZED_DOES, MATERIALIZED_STEPS, issued_kernel_stages
-from kernels.models.cost import _key_span, _rows, _scores_tiles, cdiv, next_power_of_2
+from kernels.models.cost import RUN_BYTES, _key_span, _rows, _scores_tiles, cdiv, next_power_of_2, runs_bytes
 from kernels.models.stage_type import StageCost
 
 KERNELS = ("dp", "ds", "dv", "dq", "dk")  # launch order
 
 
-def _first_query(point, kb: int) -> int:
-    """The first query row a key block streams: 0, or the block's first key when causal."""
-    return kb * point.block_m if point.causal else 0
+@lru_cache(maxsize=64)
+def _key_block_queries(mask: str, tokens: int, block_m: int, block_n: int) -> tuple[tuple[int, int], ...]:
+    """[first, stop) of the query rows each key block of BLOCK_M streams in BLOCK_N-row tiles
+    under a mask beyond causal, stop cut at T (as the kernels read KEY_ROWS)."""
+    rows = tiles.key_tile_rows(masks.parse(mask), tokens, block_n, block_m)
+    return tuple((first, min(stop, tokens)) for first, stop in rows)
+
+
+def _streamed(point, kb: int) -> int:
+    """Query rows key block kb streams: all T, from its first key on when causal, the
+    query tiles that see it under a mask beyond causal."""
+    if masks.beyond_causal(point.mask_kind):
+        first, stop = _key_block_queries(point.mask, point.tokens, point.block_m, point.block_n)[kb]
+        return max(0, stop - first)
+    return point.tokens - (kb * point.block_m if point.causal else 0)
 
 
 def _ds_passes(point) -> int:
@@ -44,25 +66,24 @@ def as_issued_naive_backward(point) -> dict[tuple[str, str, str], int]:
     ``kernels.planning.point.Point``, or anything with its fields tokens, head_dim, block_m,
     block_n, causal, max_row_block, groups, kv_groups, e and e_sp)."""
     T, d, e, e_sp, G = point.tokens, point.head_dim, point.e, point.e_sp, point.groups
-    do_dp = v_dp = 0  # dp's loads
+    do_dp = 0  # dp's dO loads; its V loads are dq's K loads, over the same spans
     by_rows = cols = 0  # dq: dS over key spans, K over them
     by_keys = rows_streamed = 0  # dv, dk: P or dS down the columns, dO or Q over the rows
     for m in range(cdiv(T, point.block_m)):
-        rows, tiles = _rows(point, m), _scores_tiles(point, m)
-        do_dp += rows * d * e * tiles
-        v_dp += min(tiles * point.block_n, T) * d * e
+        rows = _rows(point, m)
+        do_dp += rows * d * e * _scores_tiles(point, m)
         span = _key_span(point, m)
         by_rows += rows * span * e_sp
         cols += span * d * e
-        streamed = T - _first_query(point, m)
+        streamed = _streamed(point, m)
         by_keys += rows * streamed * e_sp
         rows_streamed += streamed * d * e
     tt = T * T * e_sp
     passes = _ds_passes(point)
     grad = T * d * e
-    return {
+    found = {
         ("dp", "DO", "load"): G * do_dp,
-        ("dp", "V", "load"): G * v_dp,
+        ("dp", "V", "load"): G * cols,
         ("dp", "DP", "store"): G * tt,
         ("ds", "P", "load"): G * tt * passes,
         ("ds", "DP", "load"): G * tt * passes,
@@ -77,6 +98,15 @@ def as_issued_naive_backward(point) -> dict[tuple[str, str, str], int]:
         ("dk", "Q", "load"): G * rows_streamed,
         ("dk", "DK", "store"): point.kv_groups * grad,
     }
+    if not masks.beyond_causal(point.mask_kind):
+        return found
+    key_rows = point.kv_groups * cdiv(T, point.block_m) * RUN_BYTES  # one (first, stop) a program
+    return found | {
+        ("dp", "BOUNDS", "load"): runs_bytes(point) * cdiv(T, point.block_n),
+        ("dq", "BOUNDS", "load"): runs_bytes(point),
+        ("dv", "KEY_ROWS", "load"): key_rows,
+        ("dk", "KEY_ROWS", "load"): key_rows,
+    }
 
 
 def flops_naive_backward(point) -> int:
@@ -88,7 +118,7 @@ def flops_naive_backward(point) -> int:
     for m in range(cdiv(T, bm)):
         tiles += _scores_tiles(point, m)  # dp
         tiles += cdiv(_key_span(point, m), bn)  # dq
-        tiles += 2 * cdiv(T - _first_query(point, m), bn)  # dv and dk
+        tiles += 2 * cdiv(_streamed(point, m), bn)  # dv and dk
     return point.groups * tiles * 2 * bm * bn * point.head_dim
 
 
@@ -100,8 +130,8 @@ def _tile_products(point) -> dict[str, int]:
     for m in range(cdiv(T, point.block_m)):
         tiles["dp"] += _scores_tiles(point, m)
         tiles["dq"] += cdiv(_key_span(point, m), bn)
-        tiles["dv"] += cdiv(T - _first_query(point, m), bn)
-        tiles["dk"] += cdiv(T - _first_query(point, m), bn)
+        tiles["dv"] += cdiv(_streamed(point, m), bn)
+        tiles["dk"] += cdiv(_streamed(point, m), bn)
     return tiles
 
 

@@ -18,12 +18,14 @@ import torch
 
 from kernels.impl.checks import parse_dtype
 from kernels.impl.triton.common import (
+    bounded_keys,
     cast,
     check_triton_device,
     dot_in_float32,
     key_runs,
     mma,
     sm_scale,
+    unseen_tile,
     warps_for,
 )
 from kernels.impl.triton.lang import tl, triton
@@ -80,11 +82,7 @@ def scores_kernel(
     in_bounds = (offs_m[:, None] < Tq) & (offs_n[None, :] < T)
     unseen = CAUSAL and pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1 + offset
     if BOUNDED:  # a tile none of its rows sees: its rows' runs end before it or start after it
-        live = offs_m < Tq
-        row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
-        row_hi = tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0)
-        unseen = tl.max(tl.where(live, row_hi, 0)) <= pid_n * BLOCK_N
-        unseen = unseen | (tl.min(tl.where(live, row_lo, T)) >= pid_n * BLOCK_N + BLOCK_N)
+        row_lo, row_hi, unseen = unseen_tile(BOUNDS, offs_m, pid_n * BLOCK_N, Tq, T, BLOCK_N)
     if unseen:
         hidden = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
         tl.store(s_ptrs, cast(hidden, S.dtype.element_ty), mask=in_bounds)
@@ -204,11 +202,7 @@ def pv_kernel(
     if CAUSAL:
         hi = tl.minimum(T, (pid_m + 1) * BLOCK_M + T - Tq)
     if BOUNDED:
-        live = offs_m < Tq
-        lo = (
-            tl.min(tl.where(live, tl.load(BOUNDS + 2 * offs_m, mask=live, other=0), T)) // BLOCK_N
-        ) * BLOCK_N
-        hi = tl.max(tl.where(live, tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0), 0))
+        lo, hi = bounded_keys(BOUNDS, offs_m, Tq, T, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         p = tl.load(

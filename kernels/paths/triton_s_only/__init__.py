@@ -21,7 +21,8 @@ from kernels.spec import TRITON_TWIN
     kept_model="kernels.paths.triton_s_only.model:kept",
     backward_flops_model="kernels.paths.triton_s_only.backward_model:flops_s_only_backward",
     backward_stage_model="kernels.paths.triton_s_only.backward_model:backward_stage_costs",
-    masks=EVERY_MASK,  # S stored whole whatever the mask keeps (its backward: causal, full)
+    masks=EVERY_MASK,  # S stored whole whatever the mask keeps; its backward visits the tiles kept
+    backward_masks=EVERY_MASK,
 )
 def triton_s_only(q, k, v, *, causal, block_m, block_n, out=None, mask=None):
     """S is a real global tensor, read twice (the rows' softmax statistics, then S·V); P is

@@ -32,7 +32,17 @@ import torch
 
 from kernels.impl.autograd import check_backward_queries
 from kernels.impl.triton.backward_common import delta_launch, delta_tensor, empty_gradients
-from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, mma, sm_scale, warps_for
+from kernels.impl.triton.common import (
+    bounded_keys,
+    cast,
+    check_triton_device,
+    dot_in_float32,
+    key_runs,
+    key_tile_rows,
+    mma,
+    sm_scale,
+    warps_for,
+)
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.paths.triton_s_only.forward import s_only_launches, s_only_tensors, unmasked_end
@@ -120,6 +130,7 @@ def dkdv_kernel(
     Delta,
     DK,
     DV,
+    KEY_ROWS,
     scale,
     s_sb,
     s_sh,
@@ -162,10 +173,12 @@ def dkdv_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """dK and dV of BLOCK_N key rows of one K/V head, streaming the query blocks that see
-    them (causal: from the block holding the first of these keys on) of each of the GROUP
-    query heads sharing it, summed in registers; S's column tile gives p, never Q·Kᵀ."""
+    them (causal: from the block holding the first of these keys on; ``BOUNDED``: the query
+    rows KEY_ROWS gives, the mask's tile map read by key block) of each of the GROUP query
+    heads sharing it, summed in registers; S's column tile gives p, never Q·Kᵀ."""
     pid_n = tl.program_id(0)
     pid_bkv = tl.program_id(1)
     b = (pid_bkv // H_KV).to(tl.int64)
@@ -179,9 +192,13 @@ def dkdv_kernel(
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     lo = 0
+    hi = T
     if CAUSAL:
         lo = (first_key // BLOCK_M) * BLOCK_M  # earlier query blocks are wholly in the past
-    whole = unmasked_query_end(first_key, lo, T, BLOCK_M, BLOCK_N)
+    if BOUNDED:  # S holds −∞ where the mask hides a score: no element mask beyond T's
+        lo = tl.load(KEY_ROWS + 2 * pid_n)
+        hi = tl.load(KEY_ROWS + 2 * pid_n + 1)
+    whole = tl.minimum(unmasked_query_end(first_key, lo, T, BLOCK_M, BLOCK_N), hi)
     for g in range(GROUP):  # the query heads sharing this K/V head, in order
         h = h_kv * GROUP + g
         s_cols = S + b * s_sb + h * s_sh + offs_n[None, :].to(tl.int64) * s_sn
@@ -190,7 +207,7 @@ def dkdv_kernel(
                  Delta + b * s_db + h * s_dh, s_dt, Q + b * s_qb + h * s_qh, s_qt, s_qd,
                  DO + b * s_gb + h * s_gh, s_gt, s_gd, offs_n, offs_d)
         dk, dv = dkdv_tiles(dk, dv, *state, lo, whole, T, scale, BLOCK_M, BLOCK_N, False, DOT_F32)
-        dk, dv = dkdv_tiles(dk, dv, *state, whole, T, T, scale, BLOCK_M, BLOCK_N, True, DOT_F32)
+        dk, dv = dkdv_tiles(dk, dv, *state, whole, hi, T, scale, BLOCK_M, BLOCK_N, True, DOT_F32)
         # fmt: on
     dk_ptrs = DK + b * s_kb + h_kv * s_kh + offs_n[:, None] * s_kt + offs_d[None, :] * s_kd
     dv_ptrs = DV + b * s_ub + h_kv * s_uh + offs_n[:, None] * s_ut + offs_d[None, :] * s_ud
@@ -256,6 +273,7 @@ def dq_kernel(
     Delta,
     K,
     DQ,
+    BOUNDS,
     scale,
     s_sb,
     s_sh,
@@ -294,9 +312,11 @@ def dq_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     DOT_F32: tl.constexpr,
+    BOUNDED: tl.constexpr,
 ):
     """dQ of BLOCK_M query rows, streaming S's row tiles up to the diagonal (causal) with
-    the rows' M, L, D and dO held in registers, and K and V of K/V head h // GROUP."""
+    the rows' M, L, D and dO held in registers, and K and V of K/V head h // GROUP;
+    ``BOUNDED``: the tiles its forward's pv visits (the rows' runs of keys in BOUNDS)."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -315,34 +335,42 @@ def dq_kernel(
     do = tl.load(g_ptrs, mask=inside[:, None], other=0.0)
     s_rows = S + b * s_sb + h * s_sh + rows[:, None] * s_sm
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    lo = 0
     hi = T
     if CAUSAL:
         hi = tl.minimum(T, first_row + BLOCK_M)
-    whole = unmasked_end(first_row, hi, T, BLOCK_M, BLOCK_N)
+    if BOUNDED:
+        lo, hi = bounded_keys(BOUNDS, offs_m, T, T, BLOCK_N)
+    whole = tl.maximum(lo, unmasked_end(first_row, hi, T, BLOCK_M, BLOCK_N))
     # fmt: off
     state = (do, m_i, l_i, delta, s_rows, s_sn, V + b * s_vb + h_kv * s_vh, s_vt, s_vd,
              K + b * s_kb + h_kv * s_kh, s_kt, s_kd, offs_m, offs_d)
-    dq = dq_tiles(dq, *state, 0, whole, T, scale, BLOCK_M, BLOCK_N, False, DOT_F32)
+    dq = dq_tiles(dq, *state, lo, whole, T, scale, BLOCK_M, BLOCK_N, False, DOT_F32)
     dq = dq_tiles(dq, *state, whole, hi, T, scale, BLOCK_M, BLOCK_N, True, DOT_F32)
     # fmt: on
     dq_ptrs = DQ + b * s_qb + h * s_qh + offs_m[:, None] * s_qt + offs_d[None, :] * s_qd
     tl.store(dq_ptrs, cast(dq, DQ.dtype.element_ty), mask=inside[:, None])
 
 
-def dkdv_launch(s, m, l, q, do, v, delta, dk, dv, causal: bool, block_m: int, block_n: int) -> Launch:
-    """A program per BLOCK_N keys of each (b, K/V head), over the query heads it serves."""
+def dkdv_launch(
+    s, m, l, q, do, v, delta, dk, dv, causal: bool, block_m: int, block_n: int, key_rows=None
+) -> Launch:
+    """A program per BLOCK_N keys of each (b, K/V head), over the query heads it serves;
+    ``key_rows``: each key block's query rows under a mask beyond causal."""
     B, H, T, d = q.shape
     Hkv = v.shape[1]
     tensors = (s, m, l, q, do, v, delta, dk, dv)
+    rows = dk if key_rows is None else key_rows  # dK stands in for the pointer a causal launch ignores
     return Launch(
         dkdv_kernel,
         (triton.cdiv(T, block_n), B * Hkv),
-        (*tensors, sm_scale(d), *(x for t in tensors for x in t.stride()), Hkv, H // Hkv, T),
+        (*tensors, rows, sm_scale(d), *(x for t in tensors for x in t.stride()), Hkv, H // Hkv, T),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
             BLOCK_N=block_n,
             CAUSAL=causal,
+            BOUNDED=key_rows is not None,
             DOT_F32=dot_in_float32(q.dtype),
             # its register tiles: the scores (BLOCK_M × BLOCK_N), dK and dV (BLOCK_N × d)
             num_warps=warps_for(block_n, max(block_m, d)),
@@ -350,18 +378,21 @@ def dkdv_launch(s, m, l, q, do, v, delta, dk, dv, causal: bool, block_m: int, bl
     )
 
 
-def dq_launch(s, m, l, do, v, delta, k, dq, causal: bool, block_m: int, block_n: int) -> Launch:
+def dq_launch(s, m, l, do, v, delta, k, dq, causal: bool, block_m: int, block_n: int, bounds=None) -> Launch:
+    """``bounds``: each query row's run of keys under a mask beyond causal (``key_runs``)."""
     B, H, T, d = dq.shape
     tensors = (s, m, l, do, v, delta, k, dq)
+    runs = dq if bounds is None else bounds
     return Launch(
         dq_kernel,
         (triton.cdiv(T, block_m), B * H),
-        (*tensors, sm_scale(d), *(x for t in tensors for x in t.stride()), H, H // k.shape[1], T),
+        (*tensors, runs, sm_scale(d), *(x for t in tensors for x in t.stride()), H, H // k.shape[1], T),
         dict(
             HEAD_DIM=d,
             BLOCK_M=block_m,
             BLOCK_N=block_n,
             CAUSAL=causal,
+            BOUNDED=bounds is not None,
             DOT_F32=dot_in_float32(k.dtype),
             # its register tiles: the scores (BLOCK_M × BLOCK_N), dO and dQ (BLOCK_M × d)
             num_warps=warps_for(block_m, max(block_n, d)),
@@ -375,28 +406,42 @@ def _no_options(options: dict) -> None:
 
 
 def forward_saving(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, block_m: int, block_n: int, **options
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    block_m: int,
+    block_n: int,
+    mask=None,
+    **options,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
     """O, and (S, M, L, O): the forward's own three launches, their tensors kept."""
     _no_options(options)
     check_triton_device(q)
     s, m, l = s_only_tensors(q)
     o = torch.empty_like(q)
-    for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n):
+    bounds = key_runs(mask, q, k)
+    causal = causal and bounds is None
+    for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n, bounds):
         launch.run()
     return o, (s, m, l, o)
 
 
-def backward_launches(do, q, k, v, saved, grads, causal, block_m, block_n, **options) -> list[Launch]:
-    """delta, dkdv, dq on the caller's (dq, dk, dv); D is allocated here on q's device."""
+def backward_launches(
+    do, q, k, v, saved, grads, causal, block_m, block_n, mask=None, **options
+) -> list[Launch]:
+    """delta, dkdv, dq on the caller's (dq, dk, dv); D is allocated here on q's device.
+    ``mask`` beyond causal: both kernels visit only the tiles its forward visited."""
     _no_options(options)
     s, m, l, o = saved
     dq, dk, dv = grads
     delta = delta_tensor(o)
+    bounds, key_rows = key_runs(mask, q, k), key_tile_rows(mask, q, block_m, block_n)
+    causal = causal and bounds is None
     return [
         delta_launch(o, do, delta),
-        dkdv_launch(s, m, l, q, do, v, delta, dk, dv, causal, block_m, block_n),
-        dq_launch(s, m, l, do, v, delta, k, dq, causal, block_m, block_n),
+        dkdv_launch(s, m, l, q, do, v, delta, dk, dv, causal, block_m, block_n, key_rows),
+        dq_launch(s, m, l, do, v, delta, k, dq, causal, block_m, block_n, bounds),
     ]
 
 

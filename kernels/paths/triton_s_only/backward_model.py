@@ -9,8 +9,10 @@ Three kernels, keyed as the interpreter's counter keys them:
 - ``dq``: one program per query block; M, L, D and dO loaded once, dQ stored once; for
   every key block it visits, S's tile and the keys' rows of K and V.
 
-Both visit the same tiles: (m, n) is visited unless it lies wholly in the future (causal),
-i.e. iff n·BLOCK_N < (m + 1)·BLOCK_M. Non-causal, S moves 2·B·H·T²·e_sp (two full loads).
+Both visit the same tiles, the mask's tile map (``kernels.models.cost.visits_of``): causal,
+(m, n) is visited iff n·BLOCK_N < (m + 1)·BLOCK_M; full, all of them, so S moves 2·B·H·T²·e_sp
+(two full loads). Beyond causal ``dq`` reads its rows' runs of keys (8 bytes a row, as the
+forward's pv) and ``dkdv`` its key block's query rows (8 bytes a program).
 
 Grouped heads (kv_heads < heads): ``dkdv`` runs per K/V head over its group's query heads, so
 its V load and dK, dV stores count B·kv_heads (T × d) matrices; the rest counts per query head
@@ -20,25 +22,20 @@ taken in the kernel's registers: nothing else moves.
 
 from __future__ import annotations
 
+from kernels import masks
 from kernels.models.backward_stage_cost import FUSED_DOES, issued_kernel_stages, shared_work
-from kernels.models.cost import cdiv
+from kernels.models.cost import RUN_BYTES, cdiv, runs_bytes, visits_of
 from kernels.models.stage_type import StageCost
 
 STAT_BYTES = 4  # M, L and D are float32
 
 
-def visited(point, m: int, n: int) -> bool:
-    """Whether tile (query block m, key block n) is visited by dkdv and dq."""
-    return not point.causal or n * point.block_n < (m + 1) * point.block_m
-
-
 def _tiles(point):
     """The visited tiles, each as (m, n, rows, columns), rows and columns inside T."""
-    T, bm, bn = point.tokens, point.block_m, point.block_n
-    for m in range(cdiv(T, bm)):
-        for n in range(cdiv(T, bn)):
-            if visited(point, m, n):
-                yield m, n, min(bm, T - m * bm), min(bn, T - n * bn)
+    T, bn = point.tokens, point.block_n
+    for m, visit in enumerate(visits_of(point)):
+        for n in range(visit.first, visit.stop):
+            yield m, n, visit.rows[1] - visit.rows[0], min(bn, T - n * bn)
 
 
 def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
@@ -53,7 +50,7 @@ def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
         qrows += rows
         krows += cols
     rows_bytes = T * d * e  # one T × d tensor, once
-    return {
+    found = {
         ("delta", "O", "load"): G * rows_bytes,
         ("delta", "DO", "load"): G * rows_bytes,
         ("delta", "Delta", "store"): G * T * STAT_BYTES,
@@ -74,6 +71,12 @@ def as_issued_s_only_backward(point) -> dict[tuple[str, str, str], int]:
         ("dq", "V", "load"): G * krows * d * e,
         ("dq", "K", "load"): G * krows * d * e,
         ("dq", "DQ", "store"): G * rows_bytes,
+    }
+    if not masks.beyond_causal(point.mask_kind):
+        return found
+    return found | {
+        ("dkdv", "KEY_ROWS", "load"): Gkv * cdiv(T, point.block_n) * RUN_BYTES,
+        ("dq", "BOUNDS", "load"): runs_bytes(point),
     }
 
 

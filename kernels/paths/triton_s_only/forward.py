@@ -32,7 +32,15 @@ from __future__ import annotations
 
 import torch
 
-from kernels.impl.triton.common import cast, check_triton_device, dot_in_float32, key_runs, mma, warps_for
+from kernels.impl.triton.common import (
+    bounded_keys,
+    cast,
+    check_triton_device,
+    dot_in_float32,
+    key_runs,
+    mma,
+    warps_for,
+)
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.paths.triton_naive.forward import kv_group, scores_launch
@@ -52,17 +60,6 @@ def unmasked_tiles_end(first_row, hi, Tq, T, BLOCK_M: tl.constexpr, BLOCK_N: tl.
 def unmasked_end(first_row, hi, T, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """``unmasked_tiles_end`` of the square problem (as many rows as keys)."""
     return unmasked_tiles_end(first_row, hi, T, T, BLOCK_M, BLOCK_N)
-
-
-@triton.jit
-def bounded_keys(BOUNDS, offs_m, Tq, T, BLOCK_N: tl.constexpr):
-    """[lo, hi): the keys a query block's runs span (kernels.masks), lo at a tile's start:
-    from its first row's run start to its last row's run end."""
-    live = offs_m < Tq
-    row_lo = tl.load(BOUNDS + 2 * offs_m, mask=live, other=0)
-    lo = (tl.min(tl.where(live, row_lo, T)) // BLOCK_N) * BLOCK_N
-    hi = tl.max(tl.where(live, tl.load(BOUNDS + 2 * offs_m + 1, mask=live, other=0), 0))
-    return lo, hi
 
 
 @triton.jit
