@@ -67,5 +67,5 @@ def test_too_large_block_is_recorded_and_skipped(tmp_path):
     assert "does not build for sm_80" in record["reason"] and "shared memory" in record["reason"]
     beside = json.loads((tmp_path / BESIDE).read_text())
     assert beside["status"] == "ok", beside.get("reason")
-    kept = tmp_path / "results" / "build" / "triton_naive_float16_bm16-bn256" / "T16-d256" / "sm_90"
+    kept = tmp_path / "results" / "build" / "triton_naive_float16_bm16-bn256" / "d256" / "sm_90"
     assert any(kept.glob("*.cubin"))  # it compiled; only the launch check failed

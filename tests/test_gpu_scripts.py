@@ -228,9 +228,9 @@ def test_out_packing_stays_within_what_comes_back(tmp_path):
     results = tmp_path / "results"
     fill(results / "points" / "a.json", 14 * 2**20)  # random bytes: gzip cannot shrink them
     fill(results / "reports" / "b.html", 8 * 2**20)
-    fill(results / "build" / "job" / "T8-d16" / "sm_90" / "k.cubin", 8 * 2**20)
-    fill(results / "build" / "job" / "T8-d16" / "sm_90" / "k.resources.txt", 10 * 2**20)
-    (results / "build" / "job" / "T8-d16.json").write_text("{}")
+    fill(results / "build" / "job" / "d16" / "sm_90" / "k.cubin", 8 * 2**20)
+    fill(results / "build" / "job" / "d16" / "sm_90" / "k.resources.txt", 10 * 2**20)
+    (results / "build" / "job" / "d16.json").write_text("{}")
     (results / "empty").mkdir()
     out = tmp_path / "out"
     said = gpu_out.pack(results, out, "study", other_files=2)
@@ -241,16 +241,16 @@ def test_out_packing_stays_within_what_comes_back(tmp_path):
     joined.write_bytes(b"".join(p.read_bytes() for p in parts))
     with tarfile.open(joined) as tar:
         names = set(tar.getnames())
-    assert {"results/empty", "results/build/job/T8-d16/sm_90", "results/build/job/T8-d16.json"} <= names
-    assert "results/points/a.json" in names and "results/build/job/T8-d16/sm_90/k.cubin" not in names
+    assert {"results/empty", "results/build/job/d16/sm_90", "results/build/job/d16.json"} <= names
+    assert "results/points/a.json" in names and "results/build/job/d16/sm_90/k.cubin" not in names
 
     said = gpu_out.pack(results, out, "study", other_files=6)  # room for 2 parts: trimmed
     assert any("trimming" in line for line in said) and len(list(out.iterdir())) == 2
     joined.write_bytes(b"".join(p.read_bytes() for p in sorted(out.iterdir())))
     with tarfile.open(joined) as tar:
         names = set(tar.getnames())
-    assert "results/build/job/T8-d16/sm_90" in names and "results/points/a.json" in names
-    assert "results/build/job/T8-d16/sm_90/k.resources.txt" not in names
+    assert "results/build/job/d16/sm_90" in names and "results/points/a.json" in names
+    assert "results/build/job/d16/sm_90/k.resources.txt" not in names
     said = gpu_out.pack(results, out, "study", other_files=7)  # room for 1: cannot
     assert "does not fit" in said[-1] and not list(out.iterdir())
     fill(out / "a" / "b" / "c" / "deep.txt", 10)

@@ -16,7 +16,8 @@ from kernels.planning.leaves import (
 from kernels.planning.point import Point
 
 FLASH = Point("triton_flash", 1, 1, 16, 16, "float16", False, 16, 32)
-FLASH_T100 = Point("triton_flash", 1, 1, 100, 16, "float16", False, 16, 32)
+FLASH_T100 = Point("triton_flash", 1, 1, 100, 16, "float16", False, 16, 32)  # built by FLASH's job
+FLASH_D32 = Point("triton_flash", 1, 1, 16, 32, "float16", False, 16, 32)  # by another
 
 
 def test_a_leafs_name_says_what_it_holds():
@@ -31,9 +32,9 @@ def test_a_leafs_name_says_what_it_holds():
 
 def test_a_build_result_names_only_its_own_jobs_points():
     strays = build_points_of(FLASH.build_name)
-    assert strays({"points": [FLASH.name]}) is None
-    said = strays({"points": [FLASH.name, FLASH_T100.name]})
-    assert said == f"names the point {FLASH_T100.name}, which is not built by {FLASH.build_name}"
+    assert strays({"points": [FLASH.name, FLASH_T100.name]}) is None  # one job for every T
+    said = strays({"points": [FLASH.name, FLASH_D32.name]})
+    assert said == f"names the point {FLASH_D32.name}, which is not built by {FLASH.build_name}"
     said = strays({"points": ["not a point"]})
     assert said == f"names the point not a point, which is not built by {FLASH.build_name}"
 

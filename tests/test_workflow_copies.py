@@ -112,7 +112,8 @@ def test_reports_render_without_torch_and_a_failed_page_takes_no_other_down(stud
 
 RECORD = "points/sdpa/float32/B1-H1-T100-d16-causal-na-normal.json"
 FLASH_RECORD = "points/sdpa_flash/float32/B1-H1-T100-d16-causal-na-normal.json"
-BUILD = "build/triton_flash_float16_bm16-bn32/T16-d16.json"
+BUILD = "build/triton_flash_float16_bm16-bn32/d16.json"
+OTHER_BUILD = "build/triton_naive_float16_bm16-bn32/d16.json"  # another build job
 KINDS = {  # results/<glob>: the kind of leaf it is
     "points/*/*/*.json": "record",
     "validate/*.json": "validation",
@@ -267,7 +268,7 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     damage |= {  # leaf → its new content
         RECORD: replace_field((results / RECORD).read_text(), "tokens", 999),
         "validate/sdpa_flash_float32_na.json": "[]",
-        BUILD: (results / BUILD.replace("T16", "T100")).read_text(),  # another build job's
+        BUILD: (results / OTHER_BUILD).read_text(),  # another build job's
         "env.json": "garbage\n",
         # cut at a row's end: still a table, but not the one its writer wrote (its seal)
         "stage_times.csv": "".join((results / "stage_times.csv").read_text().splitlines(True)[:3]),
@@ -286,8 +287,8 @@ def test_a_dry_run_names_damage_and_changes_nothing_a_real_run_remakes_it(study,
     for name in damage:
         assert f"Damaged: results/{name}: " in said, name
         assert f"(a real run sets it aside as results/{name}.damaged and remakes it)" in said
-    stray = "names the point triton_flash/float16/B1-H1-T100-d16-causal-bm16-bn32-normal, which"
-    assert f"{stray} is not built by triton_flash_float16_bm16-bn32/T16-d16" in said
+    stray = next(iter(json.loads((results / OTHER_BUILD).read_text())["points"]))
+    assert f"names the point {stray}, which is not built by triton_flash_float16_bm16-bn32/d16" in said
     assert {path: path.read_bytes() for path in results.rglob("*") if path.is_file()} == before
     planned = jobs_planned(dry.stdout)  # what the real run will do: the dry run plans it
     assert planned["env"] == planned["build"] == planned["validate"] == 1

@@ -44,8 +44,9 @@ POINT_PATTERN = (
 )
 # results/validate/<VALIDATION_PATTERN>.json: what a point's implementation must pass first
 VALIDATION_PATTERN = "{impl}_{dtype}_{blocks}"
-# results/build/<BUILD_PATTERN>.json: one build job per implementation, dtype, blocks, T and d
-BUILD_PATTERN = VALIDATION_PATTERN + "/T{tokens}-d{head_dim}"
+# results/build/<BUILD_PATTERN>.json: one build job per implementation, dtype, blocks and d (a
+# kernel's variants are the same at every T but a few: each compiled once, for all its T)
+BUILD_PATTERN = VALIDATION_PATTERN + "/d{head_dim}"
 NO_BLOCKS = "na"
 WILDCARD_CONSTRAINTS: dict[str, str] = {
     "impl": catalog.NAME.pattern,  # any registered name: checked against the catalog

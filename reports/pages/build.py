@@ -412,5 +412,5 @@ def summary(builds: pd.DataFrame, why: str | None = None) -> str:
     total = builds["compile_s"].sum()
     return (
         "\n".join(lines) + f"\n\nCompiling them took {total:.1f} s, counting each "
-        "variant once (one build job per implementation, dtype, blocks, T and d)."
+        "variant once (one build job per implementation, dtype, blocks and d, each variant compiled once)."
     )

@@ -64,8 +64,10 @@ if not config["sweep"]:
 PRODUCT_SHAPES = attnio_sweep.product_shapes(POINTS, "cuda" if ON_GPU else "cpu")
 # Build: every Triton variant for the configured targets, plus the local GPU's on a GPU
 # machine (which also fills Triton's cache before anything is timed). One job per
-# implementation, dtype, blocks, T and d, so that adding a T or a d builds only its own
-# variants and leaves every existing point up to date. A point is skipped when a kernel it
+# implementation, dtype, blocks and d: the variants of its points at every T, each compiled
+# once (per T they were mostly the same kernels compiled again: 186 compiles of 100 variants
+# in the default study). A point waits for its build but is not made stale by a rebuild (a T
+# added to its group: builds_of). A point is skipped when a kernel it
 # launches cannot build for the target it runs on: the local GPU; on a CPU the interpreter
 # stands in for every configured target, so a failure on any of them skips it.
 LOCAL_TARGET = attnio_device.local_target() if ON_GPU else None
@@ -139,11 +141,12 @@ def validation_of(wildcards):
 
 
 def builds_of(wildcards):
-    """The build result a point depends on (none for the torch paths or without targets)."""
+    """The build result a point depends on (none for the torch paths or without targets):
+    ancient, as a rebuild for another T of the group compiles the point's variants as before."""
     point = point_of(wildcards)
     if point.build_name not in BUILD_JOBS:
         return []
-    return [output_of(rules.build.output.json, point)]
+    return [ancient(output_of(rules.build.output.json, point))]
 
 
 def preflight_points(wildcards=None):
