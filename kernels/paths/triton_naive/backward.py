@@ -20,6 +20,10 @@ run a program per BLOCK_M key rows of each K/V head and stream, one after anothe
 and dO (Q) of every query head sharing it into one float32 sum, stored once: dK and dV with
 k's and v's shapes, the group's sum in a fixed order.
 
+Under a mask beyond causal (kernels.masks) dp, dq, dv and dk walk the forward's map of tiles:
+dp and dq read each row's run of keys as the forward's scores and pv do, dv and dk each key
+block's query rows (``key_tile_rows``); ds still reads P and dP whole.
+
 dP and dS are stored in P's dtype, so a float16 dP overflows for a large dO·V exactly as
 the forward's float16 S does for a large Q·Kᵀ; float32 accumulation everywhere else.
 """
@@ -46,10 +50,10 @@ from kernels.impl.triton.common import (
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
 from kernels.paths.triton_naive.forward import (
-    naive_launches,
     softmax_row_block,
     softmax_rows_per_program,
     sp_tensors,
+    triton_naive,
 )
 from kernels.spec import MAX_ROW_BLOCK
 
@@ -492,13 +496,10 @@ def forward_saving(
     mask=None,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
     """O by the forward's three launches, and P (S is dropped: the backward needs only P)."""
-    check_triton_device(q)
-    s, p = sp_tensors(q, sp_dtype)
-    o = torch.empty_like(q)
-    bounds = key_runs(mask, q, k)
-    causal = causal and bounds is None
-    for launch in naive_launches(q, k, v, s, p, o, causal, block_m, block_n, max_row_block, bounds):
-        launch.run()
+    # fmt: off
+    _, p, o = triton_naive(q, k, v, causal, block_m, block_n, sp_dtype=sp_dtype, max_row_block=max_row_block,
+                           return_intermediates=True, mask=mask)
+    # fmt: on
     return o, (p,)
 
 

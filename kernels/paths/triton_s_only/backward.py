@@ -45,7 +45,7 @@ from kernels.impl.triton.common import (
 )
 from kernels.impl.triton.lang import tl, triton
 from kernels.impl.triton.launch import Launch
-from kernels.paths.triton_s_only.forward import s_only_launches, s_only_tensors, unmasked_end
+from kernels.paths.triton_s_only.forward import s_only_forward, s_only_tensors, unmasked_end
 
 SAVED = ("S", "M", "L", "O")
 BACKWARD_STAGES = ("delta", "dkdv", "dq")  # one kernel each, in launch order
@@ -417,14 +417,8 @@ def forward_saving(
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
     """O, and (S, M, L, O): the forward's own three launches, their tensors kept."""
     _no_options(options)
-    check_triton_device(q)
-    s, m, l = s_only_tensors(q)
-    o = torch.empty_like(q)
-    bounds = key_runs(mask, q, k)
-    causal = causal and bounds is None
-    for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n, bounds):
-        launch.run()
-    return o, (s, m, l, o)
+    saved = s_only_forward(q, k, v, causal, block_m, block_n, mask=mask)
+    return saved[-1], saved
 
 
 def backward_launches(

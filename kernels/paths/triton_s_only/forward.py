@@ -353,6 +353,11 @@ def triton_s_only(
 ) -> torch.Tensor:
     """Exact attention through a global S and the rows' softmax statistics; P is never stored.
     Under ``mask`` S is still stored whole, the hidden scores as −∞."""
+    return s_only_forward(q, k, v, causal, block_m, block_n, out, mask)[-1]
+
+
+def s_only_forward(q, k, v, causal: bool, block_m: int, block_n: int, out=None, mask=None):
+    """(S, M, L, O): the three launches and every tensor they write (the backward keeps them)."""
     check_triton_device(q)
     s, m, l = s_only_tensors(q, k)
     o = torch.empty_like(q) if out is None else out
@@ -360,4 +365,4 @@ def triton_s_only(
     causal = causal and bounds is None
     for launch in s_only_launches(q, k, v, s, m, l, o, causal, block_m, block_n, bounds):
         launch.run()
-    return o
+    return s, m, l, o
