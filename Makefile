@@ -84,4 +84,4 @@ format: venv
 	$(BIN)/snakefmt Snakefile workflow
 
 clean:
-	rm -rf $(VENV) results .pytest_cache .ruff_cache
+	rm -rf $(VENV) results .cache .pytest_cache .ruff_cache

@@ -145,3 +145,32 @@ def callgrind_counted() -> Iterator[None]:
         yield
     finally:
         torch._C._valgrind_toggle_and_dump_stats()
+
+
+# --- TorchDynamo and Inductor: compiling a function that must stay compiled ----------------
+
+DYNAMO_SETTINGS = ("recompile_limit", "fail_on_recompile_limit_hit")
+
+
+@contextmanager
+def compiling(limit: int) -> Iterator[None]:
+    """Within the block, a compiled function may hold ``limit`` specializations (a study's
+    shapes and masks: Dynamo's default, 8, is a few points) and one past it raises instead of
+    running the function uncompiled; Inductor compiles in the calling thread (its default pool
+    of helper threads and processes would outlive the point). Dynamo's and Inductor's config
+    names, present in torch 2.11 to 2.13."""
+    import torch._dynamo.config as dynamo
+    import torch._inductor.config as inductor
+
+    missing = [name for name in DYNAMO_SETTINGS if not hasattr(dynamo, name)]
+    missing += [] if hasattr(inductor, "compile_threads") else ["compile_threads (Inductor)"]
+    if missing:
+        import torch
+
+        raise CompatError(
+            f"compiling FlexAttention uses torch._dynamo.config's {' and '.join(missing)}, which "
+            f"torch {torch.__version__} lacks (written for torch 2.11 to 2.13); port kernels/_compat.py"
+        )
+    limits = dynamo.patch(recompile_limit=limit, fail_on_recompile_limit_hit=True)
+    with limits, inductor.patch(compile_threads=1):
+        yield

@@ -79,6 +79,8 @@ HOOKS = (
     "backward_stage_model",
     "backward_stages",
     "programs_model",
+    "flops_model",
+    "unavailable",
 )
 BACKWARD_HOOKS = (
     "backward_traffic_model",
@@ -170,6 +172,15 @@ class Implementation:
     # Those its backward takes (a gradient under another is refused): by default every one
     # of ``masks`` where PyTorch's autograd differentiates it, full and causal for a module
     backward_masks: frozenset[str] = CAUSAL_OR_FULL
+    # Compiled on its first call for each shape and mask (torch.compile): that call is timed
+    # apart, as the record's compile_seconds, and never among the timed calls
+    compiles: bool = False
+    # point → the FLOPs its kernels execute (pure Python), where they differ from the
+    # convention's (kernels.models.cost.flops: the scores the mask keeps); None: the convention's
+    flops_model: Callable[..., int] | str | None = None
+    # (point, device) → why this device cannot run the point (a backend, a backward, a compiler
+    # it lacks here), or None: the point is then recorded skipped with that reason
+    unavailable: Callable[..., str | None] | str | None = None
 
     def shape_refusal(self, query_tokens: bool, kv_heads: bool) -> str | None:
         """Why it cannot run a problem with fewer queries than keys or grouped K/V heads, or None."""
@@ -295,6 +306,9 @@ def implementation(
     programs_model: Callable[..., int] | str | None = None,
     masks: Iterable[str] = ("full", "causal"),
     backward_masks: Iterable[str] | None = None,
+    compiles: bool = False,
+    flops_model: Callable[..., int] | str | None = None,
+    unavailable: Callable[..., str | None] | str | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register the decorated callable as implementation ``name`` (see the module's doc).
     ``twin`` defaults to the implementation itself when it stores S and P, else torch_naive.
@@ -343,6 +357,9 @@ def implementation(
                 name,
                 "backward_masks",
             ),
+            compiles=compiles,
+            flops_model=flops_model,
+            unavailable=unavailable,
         )
         _check(entry)
         _registered[name] = entry
@@ -408,7 +425,7 @@ def _check(entry: Implementation) -> None:
     if entry.name in _registered:
         taken = _registered[entry.name].origin
         raise PluginError(f"{where}: the name {entry.name!r} is already registered by {taken}")
-    for flag in ("triton", "takes_out", "default", "tile_local", "cpu", "raw_s", "split_keys"):
+    for flag in ("triton", "takes_out", "default", "tile_local", "cpu", "raw_s", "split_keys", "compiles"):
         if not isinstance(getattr(entry, flag), bool):
             raise PluginError(f"{where}: {flag}={getattr(entry, flag)!r}; must be True or False")
     own_twin = entry.twin == entry.name and entry.stores == "SP"

@@ -160,3 +160,8 @@ def rate_seconds(stage_seconds: float) -> tuple[float, float]:
     RATE_MAX_SECONDS at the default, in proportion otherwise (the ci preset: a tenth)."""
     share = stage_seconds / STAGE_MIN_SECONDS["cpu"]
     return RATE_MIN_SECONDS * share, RATE_MAX_SECONDS * share
+
+
+# Inductor's cache (TORCHINDUCTOR_CACHE_DIR) in a study's folder: what a compiled path
+# (FlexAttention) compiles, kept for every job's process and the next run
+INDUCTOR_CACHE = ".cache/inductor"

@@ -88,6 +88,11 @@ def check_out(out: torch.Tensor | None, q: torch.Tensor) -> None:
         )
 
 
+class UnavailableError(ValueError):
+    """A path that cannot run these inputs on this device (a backend, a backward or a compiler
+    it lacks here): validation's verdict ``unavailable``, a point's skip, never a failure."""
+
+
 class NoBackwardError(ValueError):
     """A gradient asked of a path that has none (the message says why, and which have one)."""
 

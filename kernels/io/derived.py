@@ -15,10 +15,15 @@ SAME_INPUTS = ["batch", "heads", "tokens", "head_dim", "dtype", "causal", "mask"
 
 def throughput(metrics: pd.DataFrame) -> pd.DataFrame:
     """TFLOP/s and GB/s of every timed point (the model's bytes: as issued where the model
-    knows them, else the compulsory ones)."""
+    knows them, else the compulsory ones), and the share of this machine's floor its time
+    reached (the record's floor_ms over its time: 1 at the floor)."""
     seconds = metrics["time_ms"] / 1e3
     moved = metrics["traffic_model_bytes"].fillna(metrics["traffic_compulsory_bytes"])
-    return metrics.assign(tflops=metrics["flops"] / seconds / 1e12, gbps=moved / seconds / 1e9)
+    return metrics.assign(
+        tflops=metrics["flops"] / seconds / 1e12,
+        gbps=moved / seconds / 1e9,
+        floor_share=metrics.get("floor_ms", float("nan")) / metrics["time_ms"],
+    )
 
 
 def speedups(metrics: pd.DataFrame) -> pd.DataFrame:

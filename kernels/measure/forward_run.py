@@ -108,6 +108,19 @@ def overflow_reason(point: Point, bad: int, total: int, product: float) -> str:
     )
 
 
+def first_call_seconds(call, device: str) -> float:
+    """A compiled path's first call of this shape and mask, which compiles it (or loads it
+    from the compiler's cache), timed apart from the timed calls and before the machine's
+    load is watched (compiling may start helper processes)."""
+    import time
+
+    started = time.perf_counter()
+    call()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
 def fastest_launch(point: Point, q, k, v, candidates: list[tuple[int, int]]) -> dict:
     """Time the point with each launch candidate (after its own warm-up, which compiles it)
     and keep the fastest, as Triton's autotuner would, but with every time recorded."""
@@ -145,6 +158,8 @@ def run_forward(
     out_bytes = q.numel() * q.element_size()
     found: dict = {}
     interpreted = point.triton and mode.interpret()
+    if catalog.get(point.impl).compiles and not interpreted:
+        found["compile_seconds"] = first_call_seconds(call, device)
     # the machine's load while the point is timed, its call and its stages (never interpreted)
     with nullcontext() if interpreted else watched(threads) as contention:
         if interpreted:

@@ -20,7 +20,6 @@ from kernels.spec import (
     DEFAULT_INTERPRETER_LIMIT,
     QUICK_CEILINGS_MARGIN,
     REFERENCE,
-    SDPA_IMPLEMENTATIONS,
     SLOW_MACHINE,
 )
 
@@ -85,19 +84,11 @@ def device_absent(device: str) -> str | None:
 
 
 def backend_unavailable(point: Point, device: str) -> str | None:
-    """A forced SDPA backend this device does not have for the point's dtype, head dim and
-    shape: a backend may refuse only grouped K/V heads or fewer queries than keys (the
-    lower-right causal bias), which is a skip naming why, not a failure."""
-    backend = SDPA_IMPLEMENTATIONS.get(point.impl)
-    if backend is None:
-        return None
-    import torch
-
-    from kernels.paths.sdpa.forward import unavailable
-
-    shape = {"query_tokens": point.query_tokens, "kv_heads": point.kv_heads}
-    dtype = getattr(torch, point.dtype)
-    why = unavailable(backend, dtype, device, point.head_dim, point.causal, **shape, mask=point.mask_kind)
+    """What the point's registration says this device lacks for it (its ``unavailable``: a
+    forced SDPA backend for its dtype, head dim and shape, FlexAttention's backward on a CPU,
+    a compiler): a skip naming why, not a failure."""
+    probe = catalog.get(point.impl).hook("unavailable")
+    why = probe(point, device) if probe is not None else None
     return f"unsupported on this device: {why}" if why else None
 
 

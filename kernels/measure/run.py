@@ -30,7 +30,7 @@ from kernels.measure.forward_run import call_of, run_forward
 from kernels.measure.gates import skip_reason
 from kernels.measure.process_guard import guarded
 from kernels.measure.provenance import device_name, measured_by, versions
-from kernels.models import cost
+from kernels.models import cost, expected
 from kernels.planning.launch import launch_candidates
 from kernels.planning.point import Point
 from kernels.spec import CALL_BUDGET_SECONDS, DEFAULT_INTERPRETER_LIMIT
@@ -130,6 +130,7 @@ def base_record(point: Point, device: str, seed: int) -> dict:
         "time_p90_ms": None,
         "repeats": None,
         "time_reason": None,
+        "compile_seconds": None,  # a compiled path's first call (kernels.measure.forward_run)
         "num_warps": None,  # the fused kernel's launch options when candidates were timed
         "num_stages": None,
         "launch_candidates": None,
@@ -185,6 +186,15 @@ def model_summary(point: Point) -> dict:
     }
 
 
+def floor_ms(point: Point, ceilings: dict | None) -> float | None:
+    """The forward point's floor for one call at the measured ceilings (null without them)."""
+    from kernels.measure.ceilings import usable
+
+    if point.backward or not usable(ceilings):
+        return None
+    return expected.call_seconds(point, ceilings) * 1e3
+
+
 def measure(
     point: Point,
     device: str,
@@ -210,7 +220,7 @@ def measure(
     held against a quick measurement of this one, taken generously: kernels.measure.gates)."""
     if threads:
         torch.set_num_threads(threads)
-    record = base_record(point, device, seed)
+    record = base_record(point, device, seed) | {"floor_ms": floor_ms(point, ceilings)}
     reason = skip_reason(
         point,
         device,

@@ -22,12 +22,11 @@ import time
 import torch
 
 from kernels import catalog, masks
-from kernels.impl.checks import DTYPES
+from kernels.impl.checks import DTYPES, UnavailableError
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import hidden_keys, largest_product, per_query_head, reference_float64
 from kernels.impl.registry import attention
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
-from kernels.paths.sdpa.forward import BackendUnavailableError
 from kernels.paths.torch_naive.forward import torch_naive
 
 # the cases are plain data in the study layer (the preflight plans them); re-exported here
@@ -79,7 +78,7 @@ def check_impl(impl, q, k, v, causal, ref, bound, block_m, block_n) -> tuple[flo
         unwritten = torch.isnan(out)
         if unwritten.any():
             unwritten &= _run_into(impl, q, k, v, causal, blocks, float("-inf")) == float("-inf")
-    except BackendUnavailableError as err:
+    except UnavailableError as err:
         return float("nan"), False, "unavailable", str(err)
     except Exception as err:  # a crash is a verdict, not the end of the table
         return float("nan"), False, "error", f"{type(err).__name__}: {err}"

@@ -33,14 +33,13 @@ import time
 import torch
 
 from kernels import catalog
-from kernels.impl.checks import DTYPES, NoBackwardError
+from kernels.impl.checks import DTYPES, NoBackwardError, UnavailableError
 from kernels.impl.inputs import make_qkv
 from kernels.impl.reference import largest_product, per_query_head, reference_float64
 from kernels.impl.registry import attention
 from kernels.measure.saved import saved_bytes, saved_during
 from kernels.measure.verdict import RTOL_ABS, Result, expected_verdict
 from kernels.models.backward_cost import kept_bytes
-from kernels.paths.sdpa.forward import BackendUnavailableError
 from kernels.paths.torch_naive.forward import torch_naive, torch_naive_parts
 from kernels.planning.cases import BACKWARD_CPU_SHAPES, Shape, case_key, cases, takes
 from kernels.planning.point import Point
@@ -190,7 +189,7 @@ def check_backward(impl, q, k, v, do, causal, ref, base, blocks) -> dict:
     run = lambda a, b, c: attention(a, b, c, impl=impl, causal=causal, **options)  # noqa: E731
     try:
         (_, got), saved = _saving(lambda: gradients(run, q, k, v, do))
-    except BackendUnavailableError as err:
+    except UnavailableError as err:
         return verdict | {"verdict": "unavailable", "message": str(err)}
     except NoBackwardError as err:
         return verdict | {"verdict": "refused", "message": str(err)}

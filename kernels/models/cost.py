@@ -60,7 +60,12 @@ def flops(point: Point) -> int:
     """4·B·H·query_tokens·T·d (two matrix products); causal, the visible share of the
     query_tokens × T rectangle taken as Tq·(T − Tq/2), which for Tq = T halves the total (the
     FlashAttention convention) and for decode (Tq = 1) keeps nearly all of it; under any other
-    mask, 4·d per score it keeps (kernels.masks.tiles.kept_scores)."""
+    mask, 4·d per score it keeps (kernels.masks.tiles.kept_scores). A path whose kernels
+    execute other than that (every score of the tiles a block-sparse library kernel visits)
+    registers its own count (``flops_model``)."""
+    executed = catalog.get(point.impl).hook("flops_model")
+    if executed is not None:
+        return executed(point)
     Tq, T = point.queries, point.tokens
     if point.causal:
         return 2 * point.groups * point.head_dim * Tq * (2 * T - Tq)

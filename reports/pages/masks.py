@@ -23,6 +23,7 @@ __all__ = [
     "bytes_table",
     "mask_bytes_table",
     "time_table",
+    "against_fastest",
     "time_figure",
     "floors_table",
 ]
@@ -186,7 +187,12 @@ def timed(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
 
 
 def time_table(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
+    """Each timed point beside the share of the scores its mask keeps: its time, as a share of
+    the path's time without a mask, this machine's floor for it (the path's own bytes and
+    FLOPs at the ceilings' rates) and the share of that floor it reached, and a compiled
+    path's first call (its compile, or a load from the compiler's cache), timed apart."""
     rows = timed(metrics, tiles)
+    absent = pd.Series(float("nan"), index=rows.index)  # columns of records written before them
     return pd.DataFrame(
         {
             "path": rows["impl"],
@@ -197,8 +203,20 @@ def time_table(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
             "kept share": rows["kept"],
             "time ms": rows["time_ms"],
             "of full": rows["time_ms"] / rows["full_ms"],
+            "floor ms": rows.get("floor_ms", absent),
+            "of floor reached": rows.get("floor_share", absent),
+            "first call s": rows.get("compile_seconds", absent),
         }
     ).sort_values(["T", "path", "kept share"], ignore_index=True)
+
+
+def against_fastest(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
+    """At each timed (T, mask): every path's time over the fastest path's there."""
+    rows = time_table(metrics, tiles)
+    if rows.empty:
+        return rows.assign(**{"× fastest": []})
+    fastest = rows.groupby(["T", "queries", "dtype", "mask"])["time ms"].transform("min")
+    return rows.assign(**{"× fastest": rows["time ms"] / fastest})
 
 
 def time_figure(metrics: pd.DataFrame, tiles: pd.DataFrame):
@@ -269,14 +287,31 @@ def findings(metrics: pd.DataFrame, tiles: pd.DataFrame) -> str:
             f"MiB, {row['of full']:.0%} of what it moves without a mask (counted "
             f"{'=' if row['counted = model'] else '≠'} model)."
         )
-    for row in beyond(time_table(metrics, tiles)).to_dict("records"):
+    for row in beyond(against_fastest(metrics, tiles)).to_dict("records"):
         lines.append(
             f"- On this machine {row['path']} took {number(row['time ms'])} ms at T = {row['T']:,}"
             f"{queries_said(row)} under "
             f"{row['mask']}, {row['of full']:.0%} of its time without a mask, while the mask keeps "
-            f"{row['kept share']:.1%} of the scores: its time {follows(row['of full'], row['kept share'])}."
+            f"{row['kept share']:.1%} of the scores: its time {follows(row['of full'], row['kept share'])}"
+            f"{reached(row)}{slower(row)}."
         )
     return "\n".join(lines) or "**No finding:** none of this study's points is under a mask beyond causal."
+
+
+def reached(row: dict) -> str:
+    """'; 12% of this machine's floor for it' where the point has a floor."""
+    share = row.get("of floor reached")
+    if share is None or pd.isna(share):
+        return ""
+    return f"; it reached {share:.0%} of this machine's floor for it"
+
+
+def slower(row: dict) -> str:
+    """'; 5.1 × the fastest path's time there' where it was not the fastest."""
+    times = row.get("× fastest")
+    if times is None or pd.isna(times) or times <= 1:
+        return "; the fastest path there" if times == 1 else ""
+    return f"; {number(times)} × the fastest path's time there"
 
 
 def follows(time_share: float, kept_share: float) -> str:
@@ -303,7 +338,7 @@ def finding(metrics: pd.DataFrame, tiles: pd.DataFrame) -> str | None:
             f"Under {case['mask']} at T = {case['T']:,}, the counted bytes as a share of each path's "
             f"without a mask: {shares}"
         )
-    spent = beyond(time_table(metrics, tiles))
+    spent = beyond(against_fastest(metrics, tiles))
     if not spent.empty:
         least = spent.sort_values(["T", "kept share"], ascending=[False, True]).iloc[0]
         rows = spent[(spent["T"] == least["T"]) & (spent["mask"] == least["mask"])]
@@ -312,6 +347,16 @@ def finding(metrics: pd.DataFrame, tiles: pd.DataFrame) -> str | None:
             f"under {least['mask']} at T = {least['T']:,}, which keeps {least['kept share']:.1%} of the "
             f"scores, this machine's time as a share of each path's without a mask: {shares}"
         )
+        if len(rows) > 1:
+            first = rows.sort_values("time ms").iloc[0]
+            others = rows[rows["path"] != first["path"]].sort_values("time ms")
+            ratios = ", ".join(
+                f"{number(r['× fastest'])} × for {r['path']}" for r in others.to_dict("records")
+            )
+            parts.append(
+                f"{first['path']} was the fastest there ({number(first['time ms'])} ms; the others' "
+                f"time over it: {ratios})"
+            )
     if not parts:
         return None
     text = "; ".join(parts)

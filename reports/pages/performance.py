@@ -44,6 +44,7 @@ __all__ = [
     "RATE_COLUMNS",
     "within_ceilings",
     "ceilings",
+    "compile_table",
 ]
 
 SHAPE = ["batch", "heads", "tokens", "head_dim", "causal", "inputs"]
@@ -60,6 +61,8 @@ empty = sections(
         "bandwidth": "each timed point's achieved bandwidth and throughput",
         "roofline": "each timed point under the roofline of this machine's measured ceilings, "
         "with the bound that applies to it and the fraction of it reached",
+        "compile": "each compiled path's first call per shape and mask (its compile, or a load "
+        "from the compiler's cache), timed apart, against one timed call",
     }
 )
 
@@ -240,7 +243,8 @@ def roofline(metrics: pd.DataFrame, found: dict) -> pd.DataFrame:
     attainable = (data["intensity_flop_per_byte"] * copy).where(memory_bound, peak)
     fraction = (data["tflops"] * 1e12 / attainable).rename("fraction_of_bound")
     bound = memory_bound.map({True: "memory", False: "compute"}).rename("bound")
-    columns = [*POINT_COLUMNS, "time_ms", "intensity_flop_per_byte", "gbps", "tflops"]
+    columns = [*POINT_COLUMNS, "mask", "time_ms", "floor_ms", "intensity_flop_per_byte", "gbps", "tflops"]
+    data = data.reindex(columns=list(dict.fromkeys([*data.columns, *columns])))  # older records lack some
     table = pd.concat([data[columns], bound, fraction], axis=1)
     return table.sort_values(["impl", "dtype", "tokens", "causal"]).reset_index(drop=True)
 
@@ -311,3 +315,22 @@ def ceilings(found: dict) -> str:
         f"product {found['matmul_tflops'] * 1e3:,.0f} GFLOP/s. A point's GB/s above the copy rate "
         "means its bytes were served by caches, not memory."
     )
+
+
+def compile_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The points of a path compiled per shape and mask: its first call in the measuring
+    process (traced and compiled, or loaded from Inductor's cache) beside one timed call."""
+    rows = ok(metrics)
+    rows = rows[rows["compile_seconds"].notna()] if "compile_seconds" in rows else rows.iloc[0:0]
+    table = pd.DataFrame(
+        {
+            "path": rows["impl"],
+            "T": rows["tokens"],
+            "dtype": rows["dtype"],
+            "mask": rows["mask"],
+            "first call s": rows["compile_seconds"],
+            "timed call ms": rows["time_ms"],
+            "first call / timed call": rows["compile_seconds"] * 1e3 / rows["time_ms"],
+        }
+    )
+    return table.sort_values(["path", "T", "mask"], ignore_index=True)

@@ -2,6 +2,7 @@
 # study layer (no torch, no triton) with the allowed values of kernels.spec.
 # Every other concern has a file of its own (the Snakefile includes each); every use of
 # Snakemake's internals sits in snakemake_internals.py.
+import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -12,8 +13,13 @@ from kernels.planning import device as attnio_device
 from kernels.planning import point as attnio_point
 from kernels.planning import sweep as attnio_sweep
 from kernels.planning.point import Point
+from kernels.spec import INDUCTOR_CACHE
 
 RESULTS = "results"
+# Inductor's cache (what a compiled path, FlexAttention, compiles) beside the results, so
+# that every job's process, the warm workers and the next run reuse what one compiled; a
+# TORCHINDUCTOR_CACHE_DIR set by the user wins
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(INDUCTOR_CACHE).resolve()))
 # One report per notebook template in reports/; its title is the notebook's first heading.
 REPORTS = sorted(path.stem for path in Path(workflow.basedir, "reports").glob("*.ipynb"))
 

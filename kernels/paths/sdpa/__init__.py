@@ -22,6 +22,16 @@ def _forcing(backend: str):
     return forced
 
 
+def _unavailable(backend: str):
+    def unavailable(point, device: str) -> str | None:
+        """Why this device lacks the forced backend for the point's dtype, head dim, shape and mask."""
+        from kernels.paths.sdpa.forward import point_unavailable
+
+        return point_unavailable(backend, point, device)
+
+    return unavailable
+
+
 # every one takes fewer queries than keys and grouped K/V heads (PyTorch's enable_gqa and its
 # lower-right causal bias), and every mask (beyond causal: a dense boolean attn_mask); a forced
 # backend that refuses such a shape or mask says so (unavailable)
@@ -42,5 +52,11 @@ for _name, _backend in SDPA_IMPLEMENTATIONS.items():
         cpu = _backend not in ("efficient", "cudnn")
         stores = "SP" if _backend == "math" else "none"
         implementation(
-            _name, stores=stores, cpu=cpu, takes=INFERENCE_DIMS, masks=EVERY_MASK, working_model=WORKING
+            _name,
+            stores=stores,
+            cpu=cpu,
+            takes=INFERENCE_DIMS,
+            masks=EVERY_MASK,
+            working_model=WORKING,
+            unavailable=_unavailable(_backend),
         )(_forcing(_backend))

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernels import masks
+from kernels.impl.checks import UnavailableError
 from kernels.impl.reference import visible
 from kernels.spec import SDPA_BACKENDS
 
@@ -30,7 +31,7 @@ BACKENDS = {name: getattr(SDPBackend, _ENUM_NAMES[name]) for name in SDPA_BACKEN
 _NO_KERNEL = ("No available kernel", "No viable backend")
 
 
-class BackendUnavailableError(ValueError):
+class BackendUnavailableError(UnavailableError):
     """A forced backend that this device, dtype or shape does not have."""
 
 
@@ -129,3 +130,10 @@ def unavailable(
     except BackendUnavailableError as err:
         return str(err)
     return None
+
+
+def point_unavailable(backend: str, point, device: str) -> str | None:
+    """``unavailable`` asked for a sweep point (kernels.planning.point.Point)."""
+    shape = {"query_tokens": point.query_tokens, "kv_heads": point.kv_heads}
+    dtype = getattr(torch, point.dtype)
+    return unavailable(backend, dtype, device, point.head_dim, point.causal, **shape, mask=point.mask_kind)
