@@ -11,9 +11,10 @@ import pandas as pd
 import seaborn as sns
 
 from kernels import masks
-from reports.pages.common import load, number, ok, sections, show
+from reports.pages.common import busy_note, load, number, ok, sections, show
 
 __all__ = [
+    "busy_note",
     "load",
     "show",
     "empty",
@@ -206,6 +207,10 @@ def time_table(metrics: pd.DataFrame, tiles: pd.DataFrame) -> pd.DataFrame:
             "floor ms": rows.get("floor_ms", absent),
             "of floor reached": rows.get("floor_share", absent),
             "first call s": rows.get("compile_seconds", absent),
+            "timed while busy": rows.get("contention_verdict", absent)
+            .astype("string")
+            .eq("busy")
+            .fillna(False),
         }
     ).sort_values(["T", "path", "kept share"], ignore_index=True)
 
@@ -293,9 +298,12 @@ def findings(metrics: pd.DataFrame, tiles: pd.DataFrame) -> str:
             f"{queries_said(row)} under "
             f"{row['mask']}, {row['of full']:.0%} of its time without a mask, while the mask keeps "
             f"{row['kept share']:.1%} of the scores: its time {follows(row['of full'], row['kept share'])}"
-            f"{reached(row)}{slower(row)}."
+            f"{reached(row)}{slower(row)}{BUSY if row['timed while busy'] else ''}."
         )
     return "\n".join(lines) or "**No finding:** none of this study's points is under a mask beyond causal."
+
+
+BUSY = " (timed while the machine was busy)"
 
 
 def reached(row: dict) -> str:
