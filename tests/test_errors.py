@@ -18,7 +18,8 @@ def call(q, k, v, impl="triton_flash", **kw):
 def test_names():
     """Ours, each registered by its folder in kernels/paths, in the folders' order (a
     plugin's, where one is loaded, follow)."""
-    assert kernels.IMPLEMENTATIONS[:12] == (
+    assert kernels.IMPLEMENTATIONS[:13] == (
+        "flex",
         "reference",
         "sdpa",
         "sdpa_math",
@@ -49,7 +50,7 @@ def test_unsupported_head_dim(impl, d):
 
 
 def test_unknown_impl():
-    with pytest.raises(ValueError, match="impl='flash2': allowed values are reference"):
+    with pytest.raises(ValueError, match="impl='flash2': allowed values are flex, reference"):
         call(*qkv(), impl="flash2")
 
 

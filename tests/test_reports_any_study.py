@@ -182,7 +182,7 @@ def test_a_study_without_a_timed_point_says_why_in_each_performance_section(rend
     why += reason.removeprefix("not timed: ") + ")"
     performance = sentences(pages["performance"])
     # headline, time figures, speed-ups, fastest SDPA, bandwidth, roofline
-    assert len(performance) == 6 and all(why in s for s in performance)
+    assert len(performance) == 7 and all(why in s for s in performance)
 
 
 def test_a_study_where_nothing_ran_links_the_index_warnings_instead_of_repeating_them(rendered):
@@ -199,7 +199,7 @@ def test_a_study_where_nothing_ran_links_the_index_warnings_instead_of_repeating
         assert f"{len(metrics)} of {len(metrics)} did not ({len(metrics)} skipped)" in summary
         assert "[the index's warnings](../index.html#warnings)" in summary
     nothing_ran = f"no point of this study ran ({len(metrics)} skipped; [the index's warnings]"
-    assert len(sentences(pages["performance"])) == 6
+    assert len(sentences(pages["performance"])) == 7
     assert all(nothing_ran in s for s in sentences(pages["performance"]))
     assert any(nothing_ran in s for s in sentences(pages["storage"]))
 

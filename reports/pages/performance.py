@@ -45,6 +45,7 @@ __all__ = [
     "within_ceilings",
     "ceilings",
     "compile_table",
+    "why_no_compile",
 ]
 
 SHAPE = ["batch", "heads", "tokens", "head_dim", "causal", "inputs"]
@@ -334,3 +335,10 @@ def compile_table(metrics: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return table.sort_values(["path", "T", "mask"], ignore_index=True)
+
+
+def why_no_compile(metrics: pd.DataFrame) -> str:
+    """Why the compile table is empty: nothing was timed, or no path of the study compiles."""
+    if timed(metrics).empty:
+        return why_untimed(metrics)
+    return "no point of this study is of a path compiled per shape and mask (its registration's compiles)"
