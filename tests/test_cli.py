@@ -93,7 +93,7 @@ def test_an_unregistered_implementation_is_named_with_the_registered_ones():
     """A well-formed name is checked against the registry once the mode is fixed."""
     res = run("validate", "--device", "cpu", "--impl", "flash3")
     assert res.returncode != 0
-    assert "--impl: impl='flash3': allowed values are reference," in res.stderr
+    assert "--impl: impl='flash3': allowed values are flex, reference," in res.stderr
     assert "triton_s_only" in res.stderr
     # and, no plugin being named, how a plugin's names are found
     assert (

@@ -7,6 +7,7 @@ backward one; neither direction imports the other."""
 from __future__ import annotations
 
 import math
+import time
 from contextlib import nullcontext
 
 import torch
@@ -112,8 +113,6 @@ def first_call_seconds(call, device: str) -> float:
     """A compiled path's first call of this shape and mask, which compiles it (or loads it
     from the compiler's cache), timed apart from the timed calls and before the machine's
     load is watched (compiling may start helper processes)."""
-    import time
-
     started = time.perf_counter()
     call()
     if device == "cuda":
