@@ -65,3 +65,21 @@ def test_the_findings_and_the_index_line_name_each_mask(tables):
 )
 def test_the_verdict_on_time_follows_the_numbers(time_share, kept_share, said):
     assert said in page.follows(time_share, kept_share)
+
+
+def test_paths_side_by_side_are_timed_against_the_fastest_at_each_mask(tables):
+    """Each timed path's time over the fastest one's at the same T and mask, from the times
+    the table holds; the index's line names the fastest and each other's ratio."""
+    metrics, tiles = tables
+    rows = page.against_fastest(metrics, tiles)
+    assert not rows.empty
+    for _, same in rows.groupby(["T", "mask"]):
+        fastest = same["time ms"].min()
+        assert (same["× fastest"] == same["time ms"] / fastest).all()
+        assert (same["× fastest"] == 1).sum() >= 1
+    least = page.beyond(rows).sort_values("kept share").iloc[0]
+    there = rows[(rows["mask"] == least["mask"]) & (rows["T"] == least["T"])].sort_values("time ms")
+    assert len(there) >= 2  # torch_naive and SDPA, both timed
+    said = page.finding(metrics, tiles)
+    assert f"{there.iloc[0]['path']} was the fastest there" in said
+    assert all(f"× for {path}" in said for path in there["path"].iloc[1:])
