@@ -22,7 +22,7 @@ import shutil
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache, lru_cache
+from functools import cache
 
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -50,10 +50,12 @@ def mask_mod_of(mask: masks.Mask, queries: int, tokens: int):
     return mask_mod
 
 
-@lru_cache(maxsize=64)
+@cache
 def block_mask_of(mask: masks.Mask, queries: int, tokens: int, device: str):
     """The mask's BlockMask for one (queries, T) on ``device``, built once: the same for every
-    batch and head (B and H broadcast), BLOCK × BLOCK tiles."""
+    batch and head (B and H broadcast), BLOCK × BLOCK tiles. Kept as long as the compiled
+    specialization that guards on its mask_mod (never evicted: a rebuilt one would recompile
+    outside ``flex``'s compiling settings, where ``_seen`` says nothing compiles)."""
     mod = mask_mod_of(mask, queries, tokens)
     return create_block_mask(mod, None, None, queries, tokens, device=device, BLOCK_SIZE=BLOCK)
 
